@@ -1,0 +1,33 @@
+# Set-up and checks. Every target creates .venv on first use (offline-capable: torch is the
+# CPU build on this machine's disk; everything else comes pinned from constraints.txt).
+PY := .venv/bin/python
+STAMP := .venv/.installed
+
+.PHONY: venv test lint demo speed bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt "torch==2.13.0"
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+demo: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) examples/demo.py
+
+speed: $(STAMP)
+	$(PY) -m benchmarks.speed
+
+clean:
+	rm -rf .venv .spire-store .pytest_cache .mypy_cache .ruff_cache

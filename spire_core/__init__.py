@@ -1,0 +1,66 @@
+"""SPIRE core: structure-preserving retrieval of evidence from HTML (no framework imports)."""
+
+from .aggregate import Hit, Search, Subdocument, aggregate
+from .citation import Citation
+from .context import HEADERS, HTML, LISTS, NONE, TABLES, TITLE, Policy, Rule, compose, global_context, local_context
+from .document import Document, Node, Path, parse_html, parse_text
+from .errors import (
+    BudgetError,
+    DocumentTooLargeError,
+    EmptyDocumentError,
+    NotHTMLError,
+    PathFormatError,
+    SpireError,
+    UnknownPathError,
+)
+from .paths import decode_paths, down, encode_paths, link, prune, subdoc, up
+from .render import render
+from .sentences import Sentence, sentences
+from .size import approx_tokens, model_tokens
+from .surface import DocumentCache, Seed, seeds
+
+__all__ = [
+    "HEADERS",
+    "HTML",
+    "LISTS",
+    "NONE",
+    "TABLES",
+    "TITLE",
+    "BudgetError",
+    "Citation",
+    "Document",
+    "DocumentCache",
+    "DocumentTooLargeError",
+    "EmptyDocumentError",
+    "Hit",
+    "Node",
+    "NotHTMLError",
+    "Path",
+    "PathFormatError",
+    "Policy",
+    "Rule",
+    "Search",
+    "Seed",
+    "Sentence",
+    "SpireError",
+    "Subdocument",
+    "UnknownPathError",
+    "aggregate",
+    "approx_tokens",
+    "compose",
+    "decode_paths",
+    "down",
+    "encode_paths",
+    "global_context",
+    "link",
+    "local_context",
+    "model_tokens",
+    "parse_html",
+    "parse_text",
+    "prune",
+    "render",
+    "seeds",
+    "sentences",
+    "subdoc",
+    "up",
+]

@@ -1,0 +1,165 @@
+"""Document-aware aggregation under a budget (Section 3.1.2).
+
+Hits arrive ranked by similarity. Each is tried in rank order: its seed path set joins
+the other seeds of its document, the union is global-contextualized *once* for that
+document, rendered and costed; the hit is admitted if the sum over documents still fits
+the budget. Shared scaffolding (title, headings, table labels) is therefore paid once per
+document (Example 3.1). While the admitted views stay under ``fill * budget`` and the
+search may hold more, the prefix of hits is doubled and admission continues, for at most
+``max_rounds`` rounds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .citation import Citation
+from .context import HTML, Policy
+from .document import Document, Path
+from .errors import BudgetError, UnknownPathError
+from .render import render_indices
+from .size import SizeFn, approx_tokens
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked search result: a seed path set of a document and its similarity."""
+
+    doc_id: str
+    paths: frozenset[Path]
+    score: float
+
+
+@dataclass
+class Subdocument:
+    """One document's share of the result: merged seeds, their context, the delivered text."""
+
+    doc_id: str
+    #: union of the admitted seed path sets
+    seeds: frozenset[Path]
+    #: ``global_context(seeds)``: the paths that are rendered
+    paths: frozenset[Path]
+    #: the rendering delivered (and charged against the budget)
+    text: str
+    cost: int
+    #: best similarity among the admitted hits
+    score: float
+    #: one per admitted seed: its own paths and its own rendering with its own global context
+    citations: list[Citation] = field(default_factory=list)
+
+
+#: A search returns the top ``k`` hits (any fewer when the index has fewer).
+Search = Callable[[int], Sequence[Hit]]
+Documents = Callable[[str], Document] | Mapping[str, Document]
+
+
+@dataclass
+class _Group:
+    doc: Document
+    rank: int
+    score: float
+    seeds: set[int] = field(default_factory=set)
+    context: set[int] = field(default_factory=set)
+    text: str = ""
+    cost: int = 0
+    citations: list[Citation] = field(default_factory=list)
+
+
+class _Admission:
+    def __init__(self, documents: Documents, budget: int, cost: SizeFn, policy: Policy, fmt: str) -> None:
+        self.get = documents.__getitem__ if isinstance(documents, Mapping) else documents
+        self.budget = budget
+        self.size = cost
+        self.policy = policy
+        self.fmt = fmt
+        self.groups: dict[str, _Group] = {}
+        self.seen: set[tuple[str, frozenset[Path]]] = set()
+        self.total = 0
+        self.tried = 0
+
+    def offer(self, hit: Hit) -> None:
+        rank = self.tried
+        self.tried += 1
+        if (hit.doc_id, hit.paths) in self.seen:
+            return
+        self.seen.add((hit.doc_id, hit.paths))
+        group = self.groups.get(hit.doc_id)
+        doc = group.doc if group else self.get(hit.doc_id)
+        try:
+            seed = doc.indices(hit.paths)
+        except UnknownPathError as err:
+            log.warning("hit skipped: %s (index out of date with the document?)", err)
+            return
+        if group is None:
+            group = _Group(doc, rank, hit.score)
+        if not seed <= group.context:
+            own = self.size(" ".join(doc.text[i] for i in seed if doc.tag[i] is None))
+            if own > self.budget - self.total:  # cannot fit whatever is shared
+                return
+        context = self.policy.indices(doc, group.context | seed)
+        text = render_indices(doc, context, fmt=self.fmt)
+        cost = self.size(text)
+        if self.total - group.cost + cost > self.budget:
+            return
+        self.total += cost - group.cost
+        group.seeds |= seed
+        group.context, group.text, group.cost = context, text, cost
+        own_text = render_indices(doc, self.policy.indices(doc, seed), fmt=self.fmt)
+        group.citations.append(Citation(hit.doc_id, hit.paths, own_text, hit.score))
+        self.groups.setdefault(hit.doc_id, group)
+
+    def result(self) -> list[Subdocument]:
+        ordered = sorted(self.groups.items(), key=lambda kv: kv[1].rank)
+        return [
+            Subdocument(
+                doc_id=doc_id,
+                seeds=g.doc.to_paths(g.seeds),
+                paths=g.doc.to_paths(g.context),
+                text=g.text,
+                cost=g.cost,
+                score=g.score,
+                citations=list(g.citations),
+            )
+            for doc_id, g in ordered
+        ]
+
+
+def aggregate(
+    hits: Sequence[Hit] | Search,
+    *,
+    documents: Documents,
+    budget: int,
+    cost: SizeFn = approx_tokens,
+    policy: Policy = HTML,
+    fmt: str = "markdown",
+    first_k: int = 32,
+    max_rounds: int = 4,
+    fill: float = 0.9,
+) -> list[Subdocument]:
+    """Merge ranked ``hits`` per document under ``budget`` (measured by ``cost`` on renderings).
+
+    ``hits`` is a ranked sequence or a search callable ``k -> top-k hits``; the prefix
+    considered starts at ``first_k`` and doubles while the result is under
+    ``fill * budget`` (at most ``max_rounds`` rounds). ``documents`` maps a document id to
+    its :class:`Document`. Returns one :class:`Subdocument` per document, best rank first.
+    """
+    if budget <= 0:
+        raise BudgetError(f"budget must be positive, not {budget}")
+    if first_k <= 0 or max_rounds <= 0:
+        raise ValueError("first_k and max_rounds must be positive")
+    state = _Admission(documents, budget, cost, policy, fmt)
+    k = first_k
+    done = 0
+    for _ in range(max_rounds):
+        ranked = hits[:k] if isinstance(hits, Sequence) else hits(k)
+        for hit in ranked[done:]:
+            state.offer(hit)
+        done = len(ranked)
+        if state.total >= fill * budget or len(ranked) < k:
+            break
+        k *= 2
+    return state.result()

@@ -1,0 +1,43 @@
+"""Citations: a document id, a path set and the text a reader sees for it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .document import Path
+from .paths import decode_paths, encode_paths
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One citable piece of evidence: ``paths`` of document ``doc_id``, rendered as ``text``."""
+
+    doc_id: str
+    paths: frozenset[Path]
+    text: str
+    score: float | None = field(default=None, compare=False)
+
+    def key(self) -> str:
+        """A stable identifier: ``doc_id#encoded-paths``."""
+        return f"{self.doc_id}#{encode_paths(self.paths)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"doc_id": self.doc_id, "paths": encode_paths(self.paths), "text": self.text}
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Citation:
+        paths = data["paths"]
+        decoded = decode_paths(paths) if isinstance(paths, str) else frozenset(tuple(p) for p in paths)
+        return cls(str(data["doc_id"]), decoded, str(data["text"]), data.get("score"))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Citation:
+        return cls.from_dict(json.loads(text))

@@ -1,0 +1,43 @@
+"""Global contextualization policies (Section 2.3) and local contextualization (Section 2.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .headers import HeadersRule
+from .lists import ListsRule
+from .local import local_context
+from .policy import NONE, Policy, Rule, compose
+from .tables import TablesRule
+from .title import TitleRule
+
+if TYPE_CHECKING:
+    from ..document import Document, Path
+
+TITLE = Policy([TitleRule()], "title")
+HEADERS = Policy([HeadersRule()], "headers")
+LISTS = Policy([ListsRule()], "lists")
+TABLES = Policy([TablesRule()], "tables")
+#: The HTML-aware policy (Definition 5): the union of the four rules.
+HTML = compose(TITLE, HEADERS, LISTS, TABLES)
+
+
+def global_context(doc: Document, paths: Iterable[Path], policy: Policy = HTML) -> frozenset[Path]:
+    """``GlobalCtx_policy(D, P)``: ``P`` with the paths that make it intelligible."""
+    return policy(doc, paths)
+
+
+__all__ = [
+    "HEADERS",
+    "HTML",
+    "LISTS",
+    "NONE",
+    "TABLES",
+    "TITLE",
+    "Policy",
+    "Rule",
+    "compose",
+    "global_context",
+    "local_context",
+]

@@ -1,0 +1,59 @@
+"""Header rule (Section 2.3.2): the headings active just before a node, by document order.
+
+One pass keeps a heading stack: a heading of level ``n`` pops every open heading of level
+``>= n`` and records the one left on top as its parent. A node's active headings are the
+chain (heading, parent, grandparent, ...) from the last heading at or before it. Tree
+ancestry plays no part, so a paragraph is governed by a heading that merely precedes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..document import HEADING_LEVELS
+from .policy import Rule
+
+if TYPE_CHECKING:
+    from ..document import Document
+
+
+class _Headings:
+    """Per-document tables: ``last[i]`` = last heading at or before ``i``; ``up[h]`` = parent heading."""
+
+    def __init__(self, doc: Document) -> None:
+        self.last: list[int] = [-1] * len(doc)
+        self.up: dict[int, int] = {}
+        stack: list[tuple[int, int]] = []  # (level, index)
+        current = -1
+        for i, tag in enumerate(doc.tag):
+            level = HEADING_LEVELS.get(tag or "")
+            if level is not None:
+                while stack and stack[-1][0] >= level:
+                    stack.pop()
+                self.up[i] = stack[-1][1] if stack else -1
+                stack.append((level, i))
+                current = i
+            self.last[i] = current
+
+    def chain(self, i: int) -> list[int]:
+        out = []
+        h = self.last[i]
+        while h >= 0:
+            out.append(h)
+            h = self.up[h]
+        return out
+
+
+def headings(doc: Document) -> _Headings:
+    table = doc.cache.get("headings")
+    if table is None:
+        table = doc.cache["headings"] = _Headings(doc)
+    return table
+
+
+class HeadersRule(Rule):
+    name = "headers"
+
+    def contribute(self, doc: Document, node: int) -> Iterable[int]:
+        return headings(doc).chain(node)

@@ -1,0 +1,96 @@
+"""List rule (Section 2.3.3), with definition lists and list lead-ins.
+
+For a node inside nested list items, each enclosing item but the innermost contributes
+its *label*: its leading children before the child that leads to the node and before any
+nested list (never sibling items). The path down to the node needs no rule: rendering
+links ancestors. Inside a ``dd``, the label is the ``dt`` term(s) just before it. A list whose preceding paragraph
+ends with a colon ("The standard names include:") also gets that paragraph's last
+sentence, its lead-in.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..sentences import sentence_indices
+from .policy import Rule
+
+if TYPE_CHECKING:
+    from ..document import Document
+
+LIST_TAGS = frozenset({"ul", "ol", "dl", "menu"})
+ITEM_TAGS = frozenset({"li", "dd"})
+
+
+class ListsRule(Rule):
+    name = "lists"
+
+    def contribute(self, doc: Document, node: int) -> Iterable[int]:
+        out: list[int] = []
+        child = node
+        innermost = True
+        for anc in doc.ancestors(node):
+            tag = doc.tag[anc]
+            if tag == "dd":
+                out.extend(_terms(doc, anc))
+            elif tag == "li":
+                if not innermost:
+                    out.extend(_label(doc, anc, child))
+                innermost = False
+            elif tag in LIST_TAGS and tag != "dl":
+                out.extend(_lead_in(doc, anc))
+            child = anc
+        return out
+
+
+def _terms(doc: Document, dd: int) -> list[int]:
+    """The ``dt`` elements just before ``dd``."""
+    siblings = doc.children[doc.parent[dd]]
+    k = siblings.index(dd) - 1
+    while k >= 0 and doc.tag[siblings[k]] == "dd":  # dd, dd after one dt share it
+        k -= 1
+    terms: list[int] = []
+    while k >= 0 and doc.tag[siblings[k]] == "dt":
+        terms.append(siblings[k])
+        k -= 1
+    return terms
+
+
+def _label(doc: Document, item: int, toward: int) -> list[int]:
+    """Leading children of ``item`` before ``toward`` and before any nested list."""
+    label: list[int] = []
+    for c in doc.children[item]:
+        if c == toward or doc.tag[c] in LIST_TAGS:
+            break
+        label.append(c)
+    return label
+
+
+def _lead_in(doc: Document, lst: int) -> list[int]:
+    node = lst
+    parent = doc.parent[node]
+    while parent >= 0 and doc.tag[parent] == "div" and doc.children[parent][0] == node:
+        node, parent = parent, doc.parent[parent]  # climb out of wrapper divs
+    if parent < 0:
+        return []
+    siblings = doc.children[parent]
+    k = siblings.index(node)
+    if k == 0 or doc.tag[siblings[k - 1]] != "p":
+        return []
+    para = siblings[k - 1]
+    if not doc.subtree_text(para).rstrip().endswith(":"):
+        return []
+    return _last_sentence(doc, para)
+
+
+def _last_sentence(doc: Document, block: int) -> list[int]:
+    begs = doc.cache.get("sentence_begs")
+    if begs is None:
+        begs = doc.cache["sentence_begs"] = [s.span[0] for s in doc.sentences]
+    k = bisect_right(begs, doc.end[block] - 1) - 1
+    if k < 0 or begs[k] < block:
+        return [block]  # no sentence seeds (segment=False): the whole paragraph
+    beg, end = doc.sentences[k].span
+    return sentence_indices(doc, beg, end)

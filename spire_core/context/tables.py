@@ -1,0 +1,149 @@
+"""Table rule (Section 2.3.4): a cell's row label, column label(s) and the table caption.
+
+Columns come from a real grid: ``rowspan``/``colspan`` are laid out as in the HTML table
+model, so a cell's column is its grid column, not its index in its row.
+
+Labels, the documented rule:
+
+* *Header rows* are the rows of ``<thead>`` and rows made only of ``<th>``. When a table
+  has no ``<th>`` and no ``<thead>`` at all, its first row is the header row (if the table
+  has another row).
+* A cell's *column labels* are the header-row cells above it that cover its first column.
+* A body cell's *row label* is the nearest ``<th>`` to its left in its row. When the row
+  has none and the table has no ``<th>`` outside header rows, the row's first cell is the
+  row label (the key column of most data tables).
+* Header cells get only the header cells above them; the caption labels every cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .policy import Rule
+
+if TYPE_CHECKING:
+    from ..document import Document
+
+CELL_TAGS = frozenset({"td", "th"})
+MAX_SPAN = 1000
+
+
+@dataclass
+class Grid:
+    """The layout of one table."""
+
+    table: int
+    caption: int | None = None
+    rows: list[int] = field(default_factory=list)  # tr indices, in order
+    cells: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # cell -> (row, col, colspan)
+    at: dict[tuple[int, int], int] = field(default_factory=dict)  # (row, col) -> cell
+    header_rows: set[int] = field(default_factory=set)
+    body_th: bool = False
+
+    def width(self) -> int:
+        return 1 + max((c for _, c in self.at), default=-1)
+
+
+def grid(doc: Document, table: int) -> Grid:
+    """The (cached) grid of the table element at ``table``."""
+    grids: dict[int, Grid] = doc.cache.setdefault("tables", {})
+    g = grids.get(table)
+    if g is None:
+        g = grids[table] = _layout(doc, table)
+    return g
+
+
+def _own_rows(doc: Document, table: int) -> tuple[list[int], set[int], int | None]:
+    rows: list[int] = []
+    in_head: set[int] = set()
+    caption = None
+    stack = [(c, False) for c in reversed(doc.children[table])]
+    while stack:
+        i, head = stack.pop()
+        tag = doc.tag[i]
+        if tag == "tr":
+            rows.append(i)
+            if head:
+                in_head.add(i)
+        elif tag == "caption" and caption is None:
+            caption = i
+        elif tag in ("thead", "tbody", "tfoot"):
+            stack.extend((c, tag == "thead") for c in reversed(doc.children[i]))
+    return rows, in_head, caption
+
+
+def _span(value: str | None) -> int:
+    try:
+        n = int((value or "1").strip())
+    except ValueError:
+        return 1
+    return min(max(n, 1), MAX_SPAN)
+
+
+def _layout(doc: Document, table: int) -> Grid:
+    rows, in_head, caption = _own_rows(doc, table)
+    g = Grid(table=table, caption=caption, rows=rows)
+    any_th = False
+    for r, tr in enumerate(rows):
+        col = 0
+        cells = [c for c in doc.children[tr] if doc.tag[c] in CELL_TAGS]
+        all_th = bool(cells)
+        for cell in cells:
+            while (r, col) in g.at:
+                col += 1
+            rs = _span(doc.attrs[cell].get("rowspan"))
+            cs = _span(doc.attrs[cell].get("colspan"))
+            g.cells[cell] = (r, col, cs)
+            for dr in range(min(rs, len(rows) - r)):
+                for dc in range(cs):
+                    g.at.setdefault((r + dr, col + dc), cell)
+            col += cs
+            if doc.tag[cell] == "th":
+                any_th = True
+            else:
+                all_th = False
+        if tr in in_head or all_th:
+            g.header_rows.add(r)
+    if not any_th and not in_head and len(rows) > 1:
+        g.header_rows.add(0)
+    g.body_th = any(doc.tag[c] == "th" and g.cells[c][0] not in g.header_rows for c in g.cells)
+    return g
+
+
+def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
+    r, col, _ = g.cells[cell]
+    out: list[int] = [] if g.caption is None else [g.caption]
+    for hr in sorted(g.header_rows):
+        if hr >= r:
+            break
+        above = g.at.get((hr, col))
+        if above is not None and above != cell and above not in out:
+            out.append(above)
+    if r in g.header_rows:
+        return out
+    for c in range(col - 1, -1, -1):
+        left = g.at.get((r, c))
+        if left is not None and doc.tag[left] == "th":
+            out.append(left)
+            return out
+    if not g.body_th:
+        first = g.at.get((r, 0))
+        if first is not None and first != cell:
+            out.append(first)
+    return out
+
+
+class TablesRule(Rule):
+    name = "tables"
+
+    def contribute(self, doc: Document, node: int) -> Iterable[int]:
+        for anc in (node, *doc.ancestors(node)):
+            if doc.tag[anc] in CELL_TAGS:
+                for tbl in doc.ancestors(anc):
+                    if doc.tag[tbl] == "table":
+                        g = grid(doc, tbl)
+                        return _labels(doc, g, anc) if anc in g.cells else ()
+                return ()
+        return ()

@@ -1,0 +1,45 @@
+"""Typed exceptions raised by SPIRE. All derive from :class:`SpireError`."""
+
+from __future__ import annotations
+
+
+class SpireError(Exception):
+    """Base class of every error SPIRE raises on purpose."""
+
+
+class NotHTMLError(SpireError, ValueError):
+    """The input is not HTML (binary data such as a PDF, an image or an archive)."""
+
+
+class DocumentTooLargeError(SpireError, ValueError):
+    """The input exceeds the configured size limit."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"document is {size} bytes, over the limit of {limit} bytes (raise max_bytes to accept it)")
+        self.size = size
+        self.limit = limit
+
+
+class EmptyDocumentError(SpireError, ValueError):
+    """The document has no reader-visible content where a caller needs some."""
+
+
+class UnknownPathError(SpireError, KeyError):
+    """A path does not address a node of the document."""
+
+    def __init__(self, path: tuple[int, ...], doc_id: str | None = None) -> None:
+        where = f" in document {doc_id!r}" if doc_id else ""
+        super().__init__(f"path {list(path)} is not a node{where}")
+        self.path = path
+        self.doc_id = doc_id
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0])
+
+
+class PathFormatError(SpireError, ValueError):
+    """A compact path-set string could not be decoded."""
+
+
+class BudgetError(SpireError, ValueError):
+    """A budget or target size is not a positive number."""

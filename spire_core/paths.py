@@ -1,0 +1,122 @@
+"""Path-set operators of the paper (Section 2.1-2.2): ``up``, ``down``, ``link``, ``prune``, ``subdoc``.
+
+Every public operator takes any iterable of paths and returns a ``frozenset`` of paths (or
+a new :class:`Document`). The ``*_indices`` variants work on node indices of one document
+and are what the algorithms use internally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .document import _E, Document, Path
+from .errors import PathFormatError
+
+PathSet = frozenset[Path]
+
+
+def up_indices(doc: Document, nodes: Iterable[int]) -> set[int]:
+    """``nodes`` with all their ancestors."""
+    out: set[int] = set()
+    parent = doc.parent
+    for i in nodes:
+        while i >= 0 and i not in out:
+            out.add(i)
+            i = parent[i]
+    return out
+
+
+def down_indices(doc: Document, nodes: Iterable[int]) -> set[int]:
+    """``nodes`` with all their descendants."""
+    out: set[int] = set()
+    reach = -1
+    for i in sorted(nodes):
+        if i < reach:  # already inside a subtree being added
+            continue
+        reach = doc.end[i]
+        out.update(range(i, reach))
+    return out
+
+
+def link_indices(doc: Document, nodes: Iterable[int]) -> set[int]:
+    """Ancestor-descendant closure: ``up`` united with ``down``."""
+    nodes = list(nodes)
+    return up_indices(doc, nodes) | down_indices(doc, nodes)
+
+
+def up(doc: Document, paths: Iterable[Path]) -> PathSet:
+    """Ancestor completion ``Up(D, P)``: ``P`` with every ancestor of its paths."""
+    return doc.to_paths(up_indices(doc, doc.indices(paths)))
+
+
+def down(doc: Document, paths: Iterable[Path]) -> PathSet:
+    """Descendant completion ``Down(D, P)``: ``P`` with every descendant of its paths."""
+    return doc.to_paths(down_indices(doc, doc.indices(paths)))
+
+
+def link(doc: Document, paths: Iterable[Path]) -> PathSet:
+    """``Link(D, P) = Up(D, P) ∪ Down(D, P)``."""
+    return doc.to_paths(link_indices(doc, doc.indices(paths)))
+
+
+def prune_indices(doc: Document, keep: set[int]) -> Document:
+    """``Prune`` on indices: keep exactly the nodes reachable from the root through ``keep``."""
+    root: _E | None = None
+    if len(doc) and 0 in keep:
+        root = _E(doc.tag[0] or "", doc.attrs[0])
+        stack: list[tuple[int, _E]] = [(0, root)]
+        while stack:
+            i, e = stack.pop()
+            for c in doc.children[i]:
+                if c not in keep:
+                    continue
+                tag = doc.tag[c]
+                if tag is None:
+                    e.children.append(doc.text[c])
+                else:
+                    ce = _E(tag, doc.attrs[c])
+                    e.children.append(ce)
+                    stack.append((c, ce))
+    return Document(root, doc_id=doc.doc_id, encoding=doc.encoding, replaced=doc.decode_errors, warnings=())
+
+
+def prune(doc: Document, paths: Iterable[Path]) -> Document:
+    """``Prune(D, P)`` (Definition 1): keep exactly the nodes whose paths are in ``P``.
+
+    A node is reached only through kept ancestors; a path whose ancestor is missing is cut
+    off (Example 2.4). Pruning away the root gives an empty document (``len(doc) == 0``).
+    """
+    return prune_indices(doc, doc.indices(paths))
+
+
+def subdoc(doc: Document, paths: Iterable[Path]) -> Document:
+    """``Subdoc(D, P) = Prune(D, Link(D, P))`` (Definition 2)."""
+    return prune_indices(doc, link_indices(doc, doc.indices(paths)))
+
+
+# -- compact string form ---------------------------------------------------------------
+ROOT_TOKEN = "~"
+
+
+def encode_paths(paths: Iterable[Path]) -> str:
+    """Encode a path set as a compact string, e.g. ``"0.2.1;0.2.3"`` (root is ``"~"``, empty set ``""``)."""
+    return ";".join(".".join(map(str, p)) or ROOT_TOKEN for p in sorted(set(map(tuple, paths))))
+
+
+def decode_paths(text: str) -> PathSet:
+    """Inverse of :func:`encode_paths`; raises :class:`PathFormatError` on malformed input."""
+    if not text:
+        return frozenset()
+    out: set[Path] = set()
+    for part in text.split(";"):
+        if part == ROOT_TOKEN:
+            out.add(())
+            continue
+        try:
+            path = tuple(int(k) for k in part.split("."))
+        except ValueError:
+            raise PathFormatError(f"not a path: {part!r} in {text!r}") from None
+        if any(k < 0 for k in path):
+            raise PathFormatError(f"negative child index in {part!r}")
+        out.add(path)
+    return frozenset(out)

@@ -1,0 +1,130 @@
+"""Offline NLTK Punkt sentence segmentation.
+
+The English parameters ship inside the package (``spire_core/data/punkt_tab``), so
+nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path as FsPath
+
+from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+_DATA = FsPath(__file__).parent / "data" / "punkt_tab"
+
+#: Abbreviations (lower case, without the final period) added to NLTK's trained list.
+#: Technical manuals and encyclopedic pages use these mid-sentence.
+EXTRA_ABBREVIATIONS = frozenset(
+    {
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "prof",
+        "sr",
+        "jr",
+        "st",
+        "mt",
+        "ft",
+        "gen",
+        "col",
+        "lt",
+        "sgt",
+        "e.g",
+        "i.e",
+        "etc",
+        "vs",
+        "cf",
+        "al",
+        "approx",
+        "ca",
+        "no",
+        "nos",
+        "vol",
+        "vols",
+        "fig",
+        "figs",
+        "eq",
+        "ed",
+        "eds",
+        "p",
+        "pp",
+        "ch",
+        "sec",
+        "u.s",
+        "u.k",
+        "u.n",
+        "a.m",
+        "p.m",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "dept",
+        "est",
+        "max",
+        "min",
+        "resp",
+        "viz",
+    }
+)
+
+
+@lru_cache(maxsize=4)
+def tokenizer(language: str = "english") -> PunktSentenceTokenizer:
+    """The Punkt tokenizer for ``language`` (only ``"english"`` ships)."""
+    folder = _DATA / language
+    if not folder.is_dir():
+        raise ValueError(f"no Punkt parameters for {language!r}; available: english")
+    params = PunktParameters()
+    params.abbrev_types = set(_lines(folder / "abbrev_types.txt")) | EXTRA_ABBREVIATIONS
+    params.sent_starters = set(_lines(folder / "sent_starters.txt"))
+    params.collocations = {tuple(line.split("\t")[:2]) for line in _lines(folder / "collocations.tab")}
+    for line in _lines(folder / "ortho_context.tab"):
+        word, flags = line.rsplit("\t", 1)
+        params.ortho_context[word] = int(flags)
+    return PunktSentenceTokenizer(params)
+
+
+def _lines(file: FsPath) -> list[str]:
+    return [line for line in file.read_text(encoding="utf-8").splitlines() if line]
+
+
+def sentence_spans(text: str, language: str = "english") -> list[tuple[int, int]]:
+    """Character spans of the sentences of ``text``; together they cover every non-space character."""
+    spans = list(tokenizer(language).span_tokenize(text))
+    out: list[tuple[int, int]] = []
+    covered = 0
+    for start, end in spans:
+        if out and text[covered:start].strip():  # glue stray non-space text to the sentence before
+            out[-1] = (out[-1][0], start)
+        out.append((start, end))
+        covered = end
+    if text[covered:].strip():
+        tail = len(text.rstrip())
+        if out:
+            out[-1] = (out[-1][0], tail)
+        else:
+            out.append((len(text) - len(text.lstrip()), tail))
+    return [_trim(text, start, end) for start, end in out]
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end

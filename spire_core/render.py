@@ -1,0 +1,262 @@
+"""Rendering a path set as Markdown (or plain text): ``Render(Subdoc(D, P))`` without copying the tree.
+
+The kept nodes are ``Link(D, P)``; they are visited in document order with an explicit
+stack. Headings become ``#`` lines, list items ``-``/``n.`` lines indented by nesting,
+``dt``/``dd`` a term line and a ``: definition`` line, ``pre`` a fenced block, and a table a
+Markdown table holding only its kept cells under their kept labels. Inline markup (links,
+emphasis, code) is rendered as its text, so rendered text matches the page's words.
+Whitespace is collapsed outside ``pre``. With ``labels``, each labelled unit's text is
+wrapped in ``<label>…</label>`` markers (for the evidence-filter prompt).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .context.tables import Grid, grid
+from .document import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Path
+from .paths import link_indices
+
+_WS = re.compile(r"\s+")
+_TIGHT = frozenset({"li", "dt", "dd"})
+_LISTS = frozenset({"ul", "ol", "menu"})
+
+
+def render(
+    doc: Document,
+    paths: Iterable[Path],
+    *,
+    fmt: str = "markdown",
+    labels: Mapping[str, Iterable[Path]] | None = None,
+) -> str:
+    """Render the subdocument ``(doc, paths)`` as ``"markdown"`` or ``"text"``."""
+    label_nodes = {name: doc.indices(p) for name, p in (labels or {}).items()}
+    return render_indices(doc, doc.indices(paths), fmt=fmt, labels=label_nodes)
+
+
+def render_indices(
+    doc: Document,
+    nodes: Iterable[int],
+    *,
+    fmt: str = "markdown",
+    labels: Mapping[str, Iterable[int]] | None = None,
+) -> str:
+    """:func:`render` on node indices (no path conversion)."""
+    if fmt not in ("markdown", "text"):
+        raise ValueError(f"fmt must be 'markdown' or 'text', not {fmt!r}")
+    kept = sorted(link_indices(doc, nodes))
+    return _Renderer(doc, kept, fmt == "markdown", _marks(doc, kept, labels or {})).run()
+
+
+@dataclass
+class _Marks:
+    opens: dict[int, list[str]] = field(default_factory=dict)
+    closes: dict[int, list[str]] = field(default_factory=dict)
+
+
+def _marks(doc: Document, kept: list[int], labels: Mapping[str, Iterable[int]]) -> _Marks:
+    marks = _Marks()
+    keep = set(kept)
+    for name, nodes in labels.items():
+        texts = sorted(i for i in link_indices(doc, nodes) if i in keep and doc.tag[i] is None)
+        if texts:
+            marks.opens.setdefault(texts[0], []).append(name)
+            marks.closes.setdefault(texts[-1], []).insert(0, name)
+    return marks
+
+
+@dataclass
+class _Block:
+    text: str
+    tight: bool
+
+
+class _Renderer:
+    def __init__(self, doc: Document, kept: list[int], markdown: bool, marks: _Marks) -> None:
+        self.doc = doc
+        self.kept = kept
+        self.markdown = markdown
+        self.marks = marks
+        self.blocks: list[_Block] = []
+        self.buf: list[str] = []
+        self.prefix: list[str] = []  # indentation / quote prefixes of open containers
+        self.marker: str | None = None  # list marker waiting for the item's first line
+
+    # -- output ----------------------------------------------------------------------
+    def flush(self, heading: int = 0, tight: bool = False) -> None:
+        text = _WS.sub(" ", "".join(self.buf)).strip()
+        self.buf.clear()
+        if not text:
+            return
+        if heading and self.markdown:
+            text = "#" * heading + " " + text
+        lead = "".join(self.prefix)
+        if self.marker is not None:
+            lead = lead[: len(lead) - len(self.marker)] + self.marker
+            self.marker = None
+            tight = True
+        self.blocks.append(_Block(lead + text, tight))
+
+    def inline(self, i: int) -> str:
+        text = self.doc.text[i]
+        if i in self.marks.opens:
+            text = "".join(f"<{m}>" for m in self.marks.opens[i]) + text
+        if i in self.marks.closes:
+            text = text + "".join(f"</{m}>" for m in self.marks.closes[i])
+        return text
+
+    # -- traversal -------------------------------------------------------------------
+    def run(self) -> str:
+        doc, kept = self.doc, self.kept
+        open_: list[tuple[int, int]] = []  # (subtree end, index) of open elements
+        k = 0
+        while k < len(kept):
+            i = kept[k]
+            while open_ and open_[-1][0] <= i:
+                self.close(open_.pop()[1])
+            tag = doc.tag[i]
+            if tag is None:
+                self.buf.append(self.inline(i))
+            elif tag in SENTINELS or tag == "br":
+                self.buf.append(" ")
+            elif tag == "table":
+                self.flush()
+                self.table(i)
+                k = bisect_left(kept, doc.end[i])
+                continue
+            elif tag == "pre":
+                self.flush()
+                self.pre(i)
+                k = bisect_left(kept, doc.end[i])
+                continue
+            else:
+                self.open(i, tag)
+                open_.append((doc.end[i], i))
+            k += 1
+        while open_:
+            self.close(open_.pop()[1])
+        self.flush()
+        return self.join()
+
+    def join(self) -> str:
+        out: list[str] = []
+        for n, b in enumerate(self.blocks):
+            if n:
+                out.append("\n" if b.tight and self.blocks[n - 1].tight else "\n\n")
+            out.append(b.text)
+        return "".join(out)
+
+    def open(self, i: int, tag: str) -> None:
+        if tag in INLINE_TAGS:
+            return
+        self.flush()
+        if tag == "li":
+            parent = self.doc.parent[i]
+            if self.doc.tag[parent] == "ol":
+                marker = f"{self.number(i)}. "
+            else:
+                marker = "- "
+            self.prefix.append(" " * len(marker))
+            self.marker = marker
+        elif tag == "dd":
+            self.prefix.append("  ")
+            self.marker = ": "
+        elif tag == "blockquote":
+            self.prefix.append("> ")
+
+    def close(self, i: int) -> None:
+        tag = self.doc.tag[i] or ""
+        if tag in INLINE_TAGS:
+            return
+        self.flush(heading=HEADING_LEVELS.get(tag, 0) or (1 if tag == "title" else 0), tight=tag in _TIGHT)
+        if tag in ("li", "dd", "blockquote"):
+            self.prefix.pop()
+            if tag != "blockquote":
+                self.marker = None
+
+    def number(self, li: int) -> int:
+        parent = self.doc.parent[li]
+        try:
+            start = int(self.doc.attrs[parent].get("start", "1"))
+        except ValueError:
+            start = 1
+        items = [c for c in self.doc.children[parent] if self.doc.tag[c] == "li"]
+        return start + items.index(li)
+
+    # -- special blocks ----------------------------------------------------------------
+    def kept_in(self, i: int) -> list[int]:
+        lo = bisect_left(self.kept, i)
+        hi = bisect_left(self.kept, self.doc.end[i])
+        return self.kept[lo:hi]
+
+    def cell_text(self, cell: int) -> str:
+        parts = []
+        for j in self.kept_in(cell):
+            tag = self.doc.tag[j]
+            if tag is None:
+                parts.append(self.inline(j))
+            elif tag not in INLINE_TAGS or tag in SENTINELS or tag == "br":
+                parts.append(" ")
+        return _WS.sub(" ", "".join(parts)).strip()
+
+    def pre(self, i: int) -> None:
+        code = "".join(self.inline(j) for j in self.kept_in(i) if self.doc.tag[j] is None).strip("\n")
+        if not code.strip():
+            return
+        lead = "".join(self.prefix)
+        body = "\n".join(lead + line for line in code.split("\n"))
+        self.blocks.append(_Block(f"{lead}```\n{body}\n{lead}```" if self.markdown else body, False))
+
+    def table(self, t: int) -> None:
+        doc = self.doc
+        g = grid(doc, t)
+        keep = set(self.kept_in(t))
+        if g.caption is not None and g.caption in keep:
+            self.blocks.append(_Block("".join(self.prefix) + self.cell_text(g.caption), False))
+        cells = [c for c in g.cells if c in keep]
+        if not cells:
+            return
+        cols = sorted({col + d for c in cells for col, span in [g.cells[c][1:]] for d in range(span)})
+        rows = _rows(g, cells)
+        texts = {c: self.cell_text(c).replace("|", "\\|") for c in cells}
+        head_rows = [r for r in rows if r in g.header_rows]
+        body_rows = [r for r in rows if r not in g.header_rows]
+        lines: list[str] = []
+        sep = " | "
+        if self.markdown:
+            header = []
+            for col in cols:
+                names: list[str] = []
+                for r in head_rows:
+                    c = g.at.get((r, col))
+                    if c in texts and texts[c] and texts[c] not in names:
+                        names.append(texts[c])
+                header.append(" / ".join(names))
+            lines.append("| " + sep.join(header) + " |")
+            lines.append("|" + "|".join("---" for _ in cols) + "|")
+        elif head_rows:
+            body_rows = head_rows + body_rows
+        for r in body_rows:
+            row = []
+            for col in cols:
+                c = g.at.get((r, col))
+                row.append(texts[c] if c in texts and g.cells[c][1] == col else "")
+            lines.append(("| " + sep.join(row) + " |") if self.markdown else sep.join(x for x in row if x))
+        lead = "".join(self.prefix)
+        self.blocks.append(_Block("\n".join(lead + line for line in lines), False))
+
+
+def _rows(g: Grid, cells: list[int]) -> list[int]:
+    """Rows that start a kept cell, less rows whose kept cells only span down into other kept rows."""
+    starts: dict[int, list[int]] = {}
+    for c in cells:
+        starts.setdefault(g.cells[c][0], []).append(c)
+    rows = set(starts)
+    covered = {r for (r, _), c in g.at.items() if c in cells}
+    for r, here in starts.items():
+        if all(any(rr in rows and rr != r and g.at.get((rr, g.cells[c][1])) == c for rr in covered) for c in here):
+            rows.discard(r)
+    return sorted(rows)

