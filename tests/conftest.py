@@ -1,0 +1,27 @@
+"""Shared fixtures: paths to the example pages, the bench data and the packaged model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_PAGES = ROOT / "examples" / "pages"
+BENCH = ROOT.parent / "shared" / "bench"
+
+
+@pytest.fixture(scope="session")
+def example_pages() -> Path:
+    return EXAMPLE_PAGES
+
+
+@pytest.fixture(scope="session")
+def bench_dir() -> Path:
+    if not BENCH.is_dir():
+        pytest.skip("../shared/bench is not present")
+    return BENCH
