@@ -119,7 +119,6 @@ BOILERPLATE_CLASSES = frozenset(
         "navbox",
         "vertical-navbox",
         "mw-editsection",
-        "reference",
         "noprint",
         "sphinxsidebar",
         "related",
@@ -143,6 +142,7 @@ BOILERPLATE_CLASSES = frozenset(
     ]
 )
 #: Element ids of site chrome dropped when ``boilerplate=True``.
+#: (Wikipedia's citation markers, ``<sup class="reference">[1]</sup>``, are dropped too.)
 BOILERPLATE_IDS = frozenset(
     [
         "toc",
@@ -219,6 +219,7 @@ class Document:
         self.pos: list[int] = []
         #: per-document memo of derived structures (heading chains, table grids, ...)
         self.cache: dict[str, Any] = {}
+        self._element_paths: dict[int, Path] = {}
         if root is not None:
             self._flatten(root)
         self.end = [0] * len(self.tag)
@@ -265,12 +266,22 @@ class Document:
         return i
 
     def path(self, index: int) -> Path:
-        """Path of the node at ``index``."""
-        out: list[int] = []
-        while index > 0:
-            out.append(self.pos[index])
-            index = self.parent[index]
-        return tuple(reversed(out))
+        """Path of the node at ``index`` (element paths up to depth 64 are memoised)."""
+        memo = self._element_paths
+        parent = self.parent[index]
+        if parent < 0:
+            return ()
+        base = memo.get(parent)
+        if base is None:
+            out: list[int] = []
+            i = parent
+            while i > 0:
+                out.append(self.pos[i])
+                i = self.parent[i]
+            base = tuple(reversed(out))
+            if len(base) <= 64:
+                memo[parent] = base
+        return (*base, self.pos[index])
 
     def indices(self, paths: Iterable[Path]) -> set[int]:
         """Indices of ``paths``; raises :class:`UnknownPathError` for a path not in the document."""
@@ -314,14 +325,34 @@ class Document:
     # -- document-wide facts -----------------------------------------------------------
     @cached_property
     def title_index(self) -> int | None:
-        """Index of the ``<title>`` (else the first ``<h1>``) with visible text, if any."""
-        first_h1 = None
+        """Index of the title node: ``<title>``, else the first ``<h1>`` (``None`` if neither has text).
+
+        When the page's first heading repeats the ``<title>`` (equal to it, or its start
+        before a separator, as "json — JSON encoder and decoder" in "json — JSON encoder and
+        decoder — Python 3.11 documentation"), that heading is the title node instead, so the
+        title is not shown twice next to the active headings.
+        """
+        title = first_heading = first_h1 = None
         for i, tag in enumerate(self.tag):
-            if tag == "title" and self.subtree_text(i).strip():
-                return i
-            if tag == "h1" and first_h1 is None and self.subtree_text(i).strip():
-                first_h1 = i
-        return first_h1
+            if tag not in HEADING_LEVELS and tag != "title":
+                continue
+            if not self.subtree_text(i).strip():
+                continue
+            if tag == "title":
+                title = i if title is None else title
+            else:
+                first_heading = i if first_heading is None else first_heading
+                first_h1 = i if first_h1 is None and tag == "h1" else first_h1
+            if title is not None and first_heading is not None and first_h1 is not None:
+                break
+        if title is None:
+            return first_h1
+        if first_heading is not None:
+            full = _WS.sub(" ", self.subtree_text(title)).strip().casefold()
+            head = _WS.sub(" ", self.subtree_text(first_heading)).strip().casefold()
+            if full == head or (full.startswith(head) and not full[len(head)].isalnum()):
+                return first_heading
+        return title
 
     @property
     def title(self) -> str | None:
@@ -410,7 +441,10 @@ def _dropped(el: Any, tag: str, parent_tag: str, boilerplate: bool) -> bool:
     if tag in BOILERPLATE_TAGS or attrs.get("role") in BOILERPLATE_ROLES or attrs.get("id") in BOILERPLATE_IDS:
         return True
     classes = attrs.get("class")
-    return bool(classes) and not BOILERPLATE_CLASSES.isdisjoint(classes.split())
+    if not classes:
+        return False
+    names = classes.split()
+    return not BOILERPLATE_CLASSES.isdisjoint(names) or (tag == "sup" and "reference" in names)
 
 
 def _tag_name(tag: str) -> str:

@@ -87,6 +87,8 @@ class _Renderer:
 
     # -- output ----------------------------------------------------------------------
     def flush(self, heading: int = 0, tight: bool = False) -> None:
+        if not self.buf:
+            return
         text = _WS.sub(" ", "".join(self.buf)).strip()
         self.buf.clear()
         if not text:
@@ -216,10 +218,10 @@ class _Renderer:
         keep = set(self.kept_in(t))
         if g.caption is not None and g.caption in keep:
             self.blocks.append(_Block("".join(self.prefix) + self.cell_text(g.caption), False))
-        cells = [c for c in g.cells if c in keep]
+        cells = [c for c in self.kept_in(t) if c in g.cells]
         if not cells:
             return
-        cols = sorted({col + d for c in cells for col, span in [g.cells[c][1:]] for d in range(span)})
+        cols = sorted({g.cells[c][1] + d for c in cells for d in range(g.cells[c][2])})
         rows = _rows(g, cells)
         texts = {c: self.cell_text(c).replace("|", "\\|") for c in cells}
         head_rows = [r for r in rows if r in g.header_rows]
@@ -255,8 +257,7 @@ def _rows(g: Grid, cells: list[int]) -> list[int]:
     for c in cells:
         starts.setdefault(g.cells[c][0], []).append(c)
     rows = set(starts)
-    covered = {r for (r, _), c in g.at.items() if c in cells}
-    for r, here in starts.items():
-        if all(any(rr in rows and rr != r and g.at.get((rr, g.cells[c][1])) == c for rr in covered) for c in here):
+    for r, here in list(starts.items()):
+        if all(any(rr in rows for rr in range(r + 1, r + g.cells[c][3])) for c in here):
             rows.discard(r)
     return sorted(rows)

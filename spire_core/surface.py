@@ -1,6 +1,8 @@
 """The indexing surface (Section 3.1): one seed per sentence (or per block), rendered with context.
 
-The seed's path set is its identity; ``text`` is only what gets embedded.
+The seed's path set is its identity; ``text`` is only what gets embedded. A table row is
+the table's sentence: the sentences of the cells of one row form one seed, rendered under
+the column labels, so a cell is never matched (or cited) without the rest of its record.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from dataclasses import dataclass
 from threading import Lock
 
 from .context import HTML, Policy
+from .context.policy import inherited
+from .context.tables import CELL_TAGS
 from .document import INLINE_TAGS, Document, Path, parse_html
 from .render import render_indices
 from .sentences import sentence_indices
@@ -40,15 +44,12 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: str = "markdown", unit: 
     groups: list[tuple[int, list[int], str]] = []
     for s in doc.sentences:
         nodes = sentence_indices(doc, *s.span)
-        if unit == "block":
-            block = _block_of(doc, s.span[0])
-            if groups and groups[-1][0] == block:
-                groups[-1][1].extend(nodes)
-                groups[-1] = (block, groups[-1][1], groups[-1][2] + " " + s.text)
-                continue
-            groups.append((block, nodes, s.text))
-        else:
-            groups.append((s.span[0], nodes, s.text))
+        anchor = _block_of(doc, s.span[0]) if unit == "block" else _row_of(doc, s.span[0])
+        if anchor >= 0 and groups and groups[-1][0] == anchor:
+            groups[-1][1].extend(nodes)
+            groups[-1] = (anchor, groups[-1][1], groups[-1][2] + " " + s.text)
+            continue
+        groups.append((anchor if anchor >= 0 else s.span[0], nodes, s.text))
     return [
         Seed(
             doc_id=doc.doc_id,
@@ -59,6 +60,17 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: str = "markdown", unit: 
         )
         for anchor, nodes, own in groups
     ]
+
+
+def _row_of(doc: Document, node: int) -> int:
+    """The ``tr`` of the table cell holding ``node``, or -1."""
+    found = inherited(doc, node, "row_of", lambda i: doc.tag[i] in CELL_TAGS, lambda c: _parent_row(doc, c))
+    return found[0] if found else -1
+
+
+def _parent_row(doc: Document, cell: int) -> tuple[int, ...]:
+    parent = doc.parent[cell]
+    return (parent,) if parent >= 0 and doc.tag[parent] == "tr" else ()
 
 
 def _block_of(doc: Document, node: int) -> int:

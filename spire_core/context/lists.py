@@ -15,23 +15,27 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..sentences import sentence_indices
-from .policy import Rule
+from .policy import Rule, inherited
 
 if TYPE_CHECKING:
     from ..document import Document
 
 LIST_TAGS = frozenset({"ul", "ol", "dl", "menu"})
 ITEM_TAGS = frozenset({"li", "dd"})
+_SPECIAL = ITEM_TAGS | LIST_TAGS
 
 
 class ListsRule(Rule):
     name = "lists"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
+        return inherited(doc, node, "lists_rule", lambda i: doc.tag[i] in _SPECIAL, lambda i: self._walk(doc, i))
+
+    def _walk(self, doc: Document, node: int) -> tuple[int, ...]:
         out: list[int] = []
         child = node
         innermost = True
-        for anc in doc.ancestors(node):
+        for anc in (node, *doc.ancestors(node)):  # the node itself may be an item or a list
             tag = doc.tag[anc]
             if tag == "dd":
                 out.extend(_terms(doc, anc))
@@ -42,7 +46,7 @@ class ListsRule(Rule):
             elif tag in LIST_TAGS and tag != "dl":
                 out.extend(_lead_in(doc, anc))
             child = anc
-        return out
+        return tuple(out)
 
 
 def _terms(doc: Document, dd: int) -> list[int]:

@@ -13,7 +13,7 @@ rule's own care. Users extend SPIRE by subclassing :class:`Rule`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -67,6 +67,29 @@ class Policy:
                         closed.add(j)
                         work.append(j)
         return closed
+
+
+def inherited(
+    doc: Document, node: int, key: str, special: Callable[[int], bool], compute: Callable[[int], tuple[int, ...]]
+) -> tuple[int, ...]:
+    """Memoised contribution for rules where a node that is not ``special`` contributes what its parent does."""
+    memo: dict[int, tuple[int, ...]] = doc.cache.setdefault(key, {})
+    chain: list[int] = []
+    i = node
+    while i not in memo:
+        if i < 0:
+            value: tuple[int, ...] = ()
+            break
+        if special(i):
+            value = memo[i] = compute(i)
+            break
+        chain.append(i)
+        i = doc.parent[i]
+    else:
+        value = memo[i]
+    for j in chain:
+        memo[j] = value
+    return value
 
 
 def compose(*policies: Policy | Rule) -> Policy:

@@ -9,6 +9,8 @@ Labels, the documented rule:
   has no ``<th>`` and no ``<thead>`` at all, its first row is the header row (if the table
   has another row).
 * A cell's *column labels* are the header-row cells above it that cover its first column.
+* A header row below the top made of one cell across the whole table is a *group row*: it
+  labels the rows under it up to the next group row (only the nearest one counts).
 * A body cell's *row label* is the nearest ``<th>`` to its left in its row. When the row
   has none and the table has no ``<th>`` outside header rows, the row's first cell is the
   row label (the key column of most data tables).
@@ -21,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .policy import Rule
+from .policy import Rule, inherited
 
 if TYPE_CHECKING:
     from ..document import Document
@@ -37,9 +39,11 @@ class Grid:
     table: int
     caption: int | None = None
     rows: list[int] = field(default_factory=list)  # tr indices, in order
-    cells: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # cell -> (row, col, colspan)
+    cells: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)  # cell -> (row, col, colspan, rowspan)
     at: dict[tuple[int, int], int] = field(default_factory=dict)  # (row, col) -> cell
     header_rows: set[int] = field(default_factory=set)
+    #: full-width rows of one header cell below the top, each heading the rows under it
+    group_rows: set[int] = field(default_factory=set)
     body_th: bool = False
 
     def width(self) -> int:
@@ -95,7 +99,7 @@ def _layout(doc: Document, table: int) -> Grid:
                 col += 1
             rs = _span(doc.attrs[cell].get("rowspan"))
             cs = _span(doc.attrs[cell].get("colspan"))
-            g.cells[cell] = (r, col, cs)
+            g.cells[cell] = (r, col, cs, min(rs, len(rows) - r))
             for dr in range(min(rs, len(rows) - r)):
                 for dc in range(cs):
                     g.at.setdefault((r + dr, col + dc), cell)
@@ -108,19 +112,30 @@ def _layout(doc: Document, table: int) -> Grid:
             g.header_rows.add(r)
     if not any_th and not in_head and len(rows) > 1:
         g.header_rows.add(0)
-    g.body_th = any(doc.tag[c] == "th" and g.cells[c][0] not in g.header_rows for c in g.cells)
+    last = g.width() - 1
+    for r in sorted(g.header_rows):
+        if r and last > 0 and g.at.get((r, 0)) == g.at.get((r, last)):
+            g.group_rows.add(r)
+    g.header_rows -= g.group_rows
+    labelled = g.header_rows | g.group_rows
+    g.body_th = any(doc.tag[c] == "th" and g.cells[c][0] not in labelled for c in g.cells)
     return g
 
 
 def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
-    r, col, _ = g.cells[cell]
+    r, col = g.cells[cell][:2]
     out: list[int] = [] if g.caption is None else [g.caption]
+    if r in g.group_rows:
+        return out
     for hr in sorted(g.header_rows):
         if hr >= r:
             break
         above = g.at.get((hr, col))
         if above is not None and above != cell and above not in out:
             out.append(above)
+    groups = [gr for gr in g.group_rows if gr < r]
+    if groups and r not in g.header_rows:
+        out.append(g.at[(max(groups), 0)])
     if r in g.header_rows:
         return out
     for c in range(col - 1, -1, -1):
@@ -139,11 +154,12 @@ class TablesRule(Rule):
     name = "tables"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        for anc in (node, *doc.ancestors(node)):
-            if doc.tag[anc] in CELL_TAGS:
-                for tbl in doc.ancestors(anc):
-                    if doc.tag[tbl] == "table":
-                        g = grid(doc, tbl)
-                        return _labels(doc, g, anc) if anc in g.cells else ()
-                return ()
-        return ()
+        return inherited(doc, node, "tables_rule", lambda i: doc.tag[i] in CELL_TAGS, lambda c: _cell_labels(doc, c))
+
+
+def _cell_labels(doc: Document, cell: int) -> tuple[int, ...]:
+    for tbl in doc.ancestors(cell):
+        if doc.tag[tbl] == "table":
+            g = grid(doc, tbl)
+            return tuple(_labels(doc, g, cell)) if cell in g.cells else ()
+    return ()
