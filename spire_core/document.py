@@ -12,7 +12,8 @@ stays. With ``boilerplate=True`` (the default) site chrome is dropped too: navig
 footers, tables of contents, permalink anchors and citation markers (see
 :data:`BOILERPLATE_CLASSES`). Whitespace-only text is kept only between two inline
 siblings (where it separates words) and inside ``<pre>``; text is otherwise stored as
-written, and rendering collapses whitespace. The same bytes always give the same paths.
+written, and rendering collapses whitespace. (Inside inline elements whitespace is kept:
+``<em>class</em><span> </span>name`` separates two words.) The same bytes always give the same paths.
 """
 
 from __future__ import annotations
@@ -472,7 +473,7 @@ def _build(lx_root: Any, boilerplate: bool) -> _E:
             if child.tail:
                 e.children.append(child.tail)
     for e, pre in elements:
-        e.children = _tidy(e.children, pre)
+        e.children = _tidy(e.children, pre or e.tag in INLINE_TAGS)
     return root
 
 
@@ -480,15 +481,15 @@ def _is_inline(node: _E | str) -> bool:
     return isinstance(node, str) or node.tag in INLINE_TAGS
 
 
-def _tidy(kids: list[_E | str], pre: bool) -> list[_E | str]:
-    """Merge adjacent strings; keep whitespace-only strings only between inline siblings (or in pre)."""
+def _tidy(kids: list[_E | str], keep_space: bool) -> list[_E | str]:
+    """Merge adjacent strings; keep whitespace-only strings between inline siblings, in pre and inline elements."""
     merged: list[_E | str] = []
     for k in kids:
         if isinstance(k, str) and merged and isinstance(merged[-1], str):
             merged[-1] += k
         else:
             merged.append(k)
-    if pre:
+    if keep_space:
         return merged
     out: list[_E | str] = []
     for n, k in enumerate(merged):

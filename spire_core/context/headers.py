@@ -4,6 +4,8 @@ One pass keeps a heading stack: a heading of level ``n`` pops every open heading
 ``>= n`` and records the one left on top as its parent. A node's active headings are the
 chain (heading, parent, grandparent, ...) from the last heading at or before it. Tree
 ancestry plays no part, so a paragraph is governed by a heading that merely precedes it.
+The one exception: a heading inside a box (a note or warning admonition, an aside, a
+figure) governs only the rest of its box.
 """
 
 from __future__ import annotations
@@ -14,27 +16,31 @@ from typing import TYPE_CHECKING
 from ..document import HEADING_LEVELS
 from .policy import Rule
 
+#: Containers whose headings scope only their own content (admonitions, asides, figures).
+BOX_TAGS = frozenset({"aside", "figure", "blockquote"})
+BOX_CLASSES = frozenset({"note", "warning", "tip", "caution", "important", "admonition", "sidebar", "topic"})
+
 if TYPE_CHECKING:
     from ..document import Document
 
 
 class _Headings:
-    """Per-document tables: ``last[i]`` = last heading at or before ``i``; ``up[h]`` = parent heading."""
+    """Per-document tables: ``last[i]`` = innermost active heading at ``i``; ``up[h]`` = parent heading."""
 
     def __init__(self, doc: Document) -> None:
         self.last: list[int] = [-1] * len(doc)
         self.up: dict[int, int] = {}
-        stack: list[tuple[int, int]] = []  # (level, index)
-        current = -1
+        stack: list[tuple[int, int, int]] = []  # (level, index, end of scope)
         for i, tag in enumerate(doc.tag):
+            while stack and stack[-1][2] <= i:  # a boxed heading's scope ended
+                stack.pop()
             level = HEADING_LEVELS.get(tag or "")
             if level is not None:
                 while stack and stack[-1][0] >= level:
                     stack.pop()
                 self.up[i] = stack[-1][1] if stack else -1
-                stack.append((level, i))
-                current = i
-            self.last[i] = current
+                stack.append((level, i, _scope_end(doc, i)))
+            self.last[i] = stack[-1][1] if stack else -1
 
     def chain(self, i: int) -> list[int]:
         out = []
@@ -43,6 +49,14 @@ class _Headings:
             out.append(h)
             h = self.up[h]
         return out
+
+
+def _scope_end(doc: Document, heading: int) -> int:
+    """End of a heading's scope: its box's end for a heading inside a note/warning box, else the document's."""
+    for anc in doc.ancestors(heading):
+        if doc.tag[anc] in BOX_TAGS or not BOX_CLASSES.isdisjoint(doc.attrs[anc].get("class", "").split()):
+            return doc.end[anc]
+    return len(doc)
 
 
 def headings(doc: Document) -> _Headings:

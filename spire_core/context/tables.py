@@ -14,7 +14,9 @@ Labels, the documented rule:
 * A body cell's *row label* is the nearest ``<th>`` to its left in its row. When the row
   has none and the table has no ``<th>`` outside header rows, the row's first cell is the
   row label (the key column of most data tables).
-* Header cells get only the header cells above them; the caption labels every cell.
+* Header cells get only the header cells above them; the caption labels every cell. A
+  table without ``<caption>`` takes as caption a ``<p class="title">`` just before it or
+  its wrapper (DocBook output such as the PostgreSQL manual).
 """
 
 from __future__ import annotations
@@ -78,6 +80,24 @@ def _own_rows(doc: Document, table: int) -> tuple[list[int], set[int], int | Non
     return rows, in_head, caption
 
 
+def _docbook_title(doc: Document, table: int) -> int | None:
+    """A ``<p class="title">`` just before the table or one of its two wrappers (DocBook tables)."""
+    node = table
+    for _ in range(3):
+        parent = doc.parent[node]
+        if parent < 0:
+            return None
+        siblings = doc.children[parent]
+        k = siblings.index(node)
+        if k > 0:
+            prev = siblings[k - 1]
+            if doc.tag[prev] == "p" and "title" in doc.attrs[prev].get("class", "").split():
+                return prev
+            return None
+        node = parent
+    return None
+
+
 def _span(value: str | None) -> int:
     try:
         n = int((value or "1").strip())
@@ -88,6 +108,8 @@ def _span(value: str | None) -> int:
 
 def _layout(doc: Document, table: int) -> Grid:
     rows, in_head, caption = _own_rows(doc, table)
+    if caption is None:
+        caption = _docbook_title(doc, table)
     g = Grid(table=table, caption=caption, rows=rows)
     any_th = False
     for r, tr in enumerate(rows):
