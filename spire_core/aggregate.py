@@ -97,20 +97,38 @@ class _Admission:
         if group is None:
             group = _Group(doc, rank, hit.score)
         if not seed <= group.context:
-            own = self.size(" ".join(doc.text[i] for i in seed if doc.tag[i] is None))
-            if own > self.budget - self.total:  # cannot fit whatever is shared
+            words = self.size(" ".join(doc.text[i] for i in seed if doc.tag[i] is None))
+            if words > self.budget - self.total:  # cannot fit whatever is shared
                 return
-        context = self.policy.indices(doc, group.context | seed)
-        text = render_indices(doc, context, fmt=self.fmt)
-        cost = self.size(text)
+        # a policy is a closure under per-node contributions, so the closure of a union is
+        # the union of the closures: the group's context is never re-closed
+        own, own_text = self.own(doc, seed)
+        if own <= group.context:
+            context, text, cost = group.context, group.text, group.cost
+        elif not group.context:
+            context, text, cost = set(own), own_text, self.size(own_text)
+        else:
+            context = group.context | own
+            text = render_indices(doc, context, fmt=self.fmt)
+            cost = self.size(text)
         if self.total - group.cost + cost > self.budget:
             return
         self.total += cost - group.cost
         group.seeds |= seed
         group.context, group.text, group.cost = context, text, cost
-        own_text = render_indices(doc, self.policy.indices(doc, seed), fmt=self.fmt)
         group.citations.append(Citation(hit.doc_id, hit.paths, own_text, hit.score))
         self.groups.setdefault(hit.doc_id, group)
+
+    def own(self, doc: Document, seed: set[int]) -> tuple[frozenset[int], str]:
+        """A seed's own global context and its rendering, memoised per document."""
+        memo: dict[tuple[object, str, frozenset[int]], tuple[frozenset[int], str]]
+        memo = doc.cache.setdefault("aggregate.own", {})
+        key = (self.policy, self.fmt, frozenset(seed))
+        got = memo.get(key)
+        if got is None:
+            closed = frozenset(self.policy.indices(doc, seed))
+            got = memo[key] = (closed, render_indices(doc, closed, fmt=self.fmt))
+        return got
 
     def result(self) -> list[Subdocument]:
         ordered = sorted(self.groups.items(), key=lambda kv: kv[1].rank)

@@ -43,3 +43,7 @@ class PathFormatError(SpireError, ValueError):
 
 class BudgetError(SpireError, ValueError):
     """A budget or target size is not a positive number."""
+
+
+class EvidenceFilterError(SpireError, RuntimeError):
+    """The evidence filter's model call failed or its answer held no readable labels."""

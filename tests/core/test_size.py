@@ -1,0 +1,46 @@
+"""Size functions: ``approx_tokens`` charges exactly as the benchmark judge does."""
+
+from __future__ import annotations
+
+import pytest
+
+from spire_core import approx_tokens, model_tokens
+from spire_core.size import default_size
+
+
+# expected counts are the judge's (bench/score.py count_tokens: words and punctuation marks)
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("", 0),
+        ("   \n\t ", 0),
+        ("Hello, world!", 4),
+        ("The valid range is between 30 seconds and one day.", 11),
+        ("# Foo\n\n## First header of Foo", 8),
+        ("checkpoint_timeout (integer)", 4),
+        ("don't", 3),
+        ("3.14 km/h", 6),
+        ("Grüße aus Köln", 3),
+        ("| Year | Team |\n|---|---|", 14),
+        ("<E1>Text.</E1>", 9),
+        ("a  -  b", 3),
+        ("東京 is 日本", 3),
+    ],
+)
+def test_approx_tokens_counts_like_the_judge(text: str, tokens: int) -> None:
+    assert approx_tokens(text) == tokens
+
+
+def test_approx_tokens_is_additive_over_whitespace() -> None:
+    a, b = "First part, with punctuation.", "Second (part)"
+    assert approx_tokens(a + " " + b) == approx_tokens(a) + approx_tokens(b)
+
+
+def test_model_tokens_works_offline() -> None:
+    # conftest sets HF_HUB_OFFLINE: the packaged tokenizer (or the fallback) needs no network
+    assert model_tokens("") == 0
+    short = model_tokens("hello world")
+    assert 1 <= short <= 4
+    assert model_tokens("word " * 1000) >= 1000  # no truncation at the model's window
+    assert model_tokens("checkpoint_timeout") > approx_tokens("checkpoint_timeout")  # sub-word pieces
+    assert default_size()("hello world") == short
