@@ -1,0 +1,23 @@
+"""LangChain adapters for SPIRE: a document transformer, a retriever and an evidence compressor.
+
+SpireTransformer      HTML Documents -> one Document per sentence seed (a text-splitter drop-in)
+SpireRetriever        sentence search + document-aware aggregation under a token budget
+SpireEvidenceFilter   a document compressor: an LLM keeps only the evidence sentences
+"""
+
+from ._source import citations_of, source_id
+from .compressor import SpireEvidenceFilter
+from .format import format_citations, numbered_citations
+from .retriever import SpireRetriever, default_embeddings
+from .transformer import SpireTransformer
+
+__all__ = [
+    "SpireEvidenceFilter",
+    "SpireRetriever",
+    "SpireTransformer",
+    "citations_of",
+    "default_embeddings",
+    "format_citations",
+    "numbered_citations",
+    "source_id",
+]

@@ -1,0 +1,213 @@
+"""SpireRetriever on small pages with a deterministic lexical embedding: results, budget, k, scores, upserts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_community.vectorstores import FAISS
+from langchain_core.documents import Document
+from langchain_core.stores import InMemoryStore
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from spire_core import Citation, approx_tokens, decode_paths, global_context, render
+from spire_langchain import SpireRetriever, SpireTransformer, citations_of, format_citations, numbered_citations
+
+from .conftest import SMALL_PAGES, KeywordEmbeddings, small_pages
+
+
+@pytest.fixture
+def retriever(keyword_embeddings: KeywordEmbeddings) -> SpireRetriever:
+    return SpireRetriever.from_html(small_pages(), keyword_embeddings)
+
+
+def test_one_document_per_page_with_citations(retriever: SpireRetriever) -> None:
+    docs = retriever.invoke("espresso shot seconds")
+    assert docs[0].metadata["spire_source"] == "coffee.html"
+    assert docs[0].metadata["source"] == "coffee.html"  # the page's own metadata travels
+    assert "spire_ids" not in docs[0].metadata
+    assert len({d.metadata["spire_source"] for d in docs}) == len(docs)
+    for doc in docs:
+        page = retriever.documents(doc.metadata["spire_source"])
+        paths = decode_paths(doc.metadata["spire_paths"])
+        seeds = decode_paths(doc.metadata["spire_seeds"])
+        assert seeds <= paths
+        assert render(page, paths) == doc.page_content  # the text is a rendering of the path set
+        assert doc.metadata["spire_cost"] == approx_tokens(doc.page_content)
+        citations = citations_of(doc)
+        assert citations and all(c.doc_id == doc.metadata["spire_source"] for c in citations)
+        assert frozenset().union(*(c.paths for c in citations)) == seeds
+        for c in citations:
+            assert c.text == render(page, global_context(page, c.paths))
+    espresso = [c for c in citations_of(docs[0]) if "25 to 30 seconds" in c.text]
+    assert espresso and "## Espresso" in espresso[0].text
+    scores = [d.metadata["score"] for d in docs]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_budget_bounds_the_delivered_text(retriever: SpireRetriever) -> None:
+    wide = retriever.invoke("brewing water minutes degrees")
+    narrow = retriever.invoke("brewing water minutes degrees", budget=30)
+    assert sum(d.metadata["spire_cost"] for d in narrow) <= 30
+    assert sum(d.metadata["spire_cost"] for d in wide) > 30
+    assert len(narrow) < len(wide)
+    with pytest.raises(ValueError, match="budget"):
+        retriever.invoke("coffee", budget=0)
+
+
+def test_k_caps_the_pages_and_the_budget_goes_to_them(retriever: SpireRetriever) -> None:
+    everything = retriever.invoke("brewing tea coffee cocoa tyre")
+    assert len(everything) == 4
+    two = retriever.invoke("brewing tea coffee cocoa tyre", k=2)
+    assert [d.metadata["spire_source"] for d in two] == [d.metadata["spire_source"] for d in everything[:2]]
+    capped = retriever.model_copy(update={"k": 1})
+    assert len(capped.invoke("brewing tea coffee cocoa tyre")) == 1
+    with pytest.raises(ValueError, match="k must be positive"):
+        retriever.invoke("coffee", k=0)
+
+
+def test_search_kwargs_reach_the_store(retriever: SpireRetriever) -> None:
+    only_tea = retriever.invoke("brewing", filter=lambda d: d.metadata["spire_source"] == "tea.html")
+    assert [d.metadata["spire_source"] for d in only_tea] == ["tea.html"]
+    fixed = retriever.model_copy(update={"search_kwargs": {"filter": lambda d: d.metadata["source"] == "cocoa.html"}})
+    assert [d.metadata["spire_source"] for d in fixed.invoke("brewing")] == ["cocoa.html"]
+
+
+def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: KeywordEmbeddings) -> None:
+    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, vectorstore_cls=FAISS)
+    query = "tyre pressure psi road"
+    ranked = retriever.vectorstore.similarity_search_with_score(query, k=8)
+    distances = [s for _, s in ranked]
+    assert distances == sorted(distances) and distances[0] < distances[-1]  # FAISS L2: lower is closer
+    docs = retriever.invoke(query)
+    assert retriever._distance is True
+    assert docs[0].metadata["spire_source"] == ranked[0][0].metadata["spire_source"] == "bicycles.html"
+    best = citations_of(docs[0])[0]
+    assert best.score == pytest.approx(1 / (1 + float(distances[0])))
+    assert all(0 < c.score <= 1 for d in docs for c in citations_of(d) if c.score is not None)
+    in_memory = SpireRetriever.from_html(small_pages(), keyword_embeddings)
+    in_memory.invoke(query)
+    assert in_memory._distance is False  # cosine similarity: higher is closer
+
+
+@pytest.mark.filterwarnings("ignore:Relevance scores must be between")  # FAISS's L2 normalisation
+@pytest.mark.parametrize(("mode", "store"), [("similarity", InMemoryVectorStore), ("relevance", FAISS)])
+def test_explicit_score_modes(keyword_embeddings: KeywordEmbeddings, mode: str, store: type) -> None:
+    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, vectorstore_cls=store, scores=mode)
+    docs = retriever.invoke("espresso shot seconds")
+    assert docs[0].metadata["spire_source"] == "coffee.html"
+    assert retriever._distance is None  # nothing inferred when the mode is given
+    # the store's own numbers are reported, in the store's order
+    best = retriever._raw("espresso shot seconds", 1, {})[0][1]
+    assert docs[0].metadata["score"] == pytest.approx(float(best))
+
+
+def test_foreign_and_stale_entries_are_skipped_loudly(
+    retriever: SpireRetriever, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = retriever.vectorstore
+    store.add_documents([Document(page_content="espresso espresso shot", metadata={"source": "elsewhere"})])
+    gone = SpireTransformer().transform_documents(
+        [Document(page_content="<p>An espresso shot from a deleted page.</p>", id="deleted.html")]
+    )
+    store.add_documents(list(gone), ids=[str(d.id) for d in gone])
+    docs = retriever.invoke("espresso shot")
+    assert {d.metadata["spire_source"] for d in docs} <= set(SMALL_PAGES)
+    assert "coffee.html" in {d.metadata["spire_source"] for d in docs}
+    assert "is not a SPIRE sentence" in caplog.text
+    assert "'deleted.html' is not in the docstore" in caplog.text
+
+
+def test_pages_are_parsed_once(retriever: SpireRetriever) -> None:
+    cache = retriever.documents
+    load = cache.load
+    loaded: list[str] = []
+
+    def counting(source: str) -> str | bytes:
+        loaded.append(source)
+        return load(source)
+
+    cache.load = counting
+    first = retriever.invoke("espresso tea")
+    retriever.invoke("espresso tea")
+    retriever.invoke("coffee water degrees tyre")
+    assert first and loaded
+    assert sorted(loaded) == sorted(set(loaded))  # each page loaded and parsed once, then served from the LRU
+    assert cache("coffee.html") is cache("coffee.html")
+
+
+def test_plain_text_pages_round_trip(keyword_embeddings: KeywordEmbeddings) -> None:
+    text = "Sourdough needs a starter.\n\nFeed the starter every day with flour and water."
+    retriever = SpireRetriever.from_html([Document(page_content=text, id="bread.txt")], keyword_embeddings)
+    docs = retriever.invoke("feed the starter flour")
+    assert docs[0].metadata["spire_source"] == "bread.txt"
+    assert "Feed the starter every day" in docs[0].page_content
+
+
+def _ids(retriever: SpireRetriever, source: str) -> list[str]:
+    record = retriever.docstore.mget([source])[0]
+    assert record is not None
+    return list(record.metadata["spire_ids"])
+
+
+@pytest.mark.parametrize("store", [InMemoryVectorStore, FAISS])
+def test_upsert_replaces_a_changed_page(keyword_embeddings: KeywordEmbeddings, store: type) -> None:
+    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, vectorstore_cls=store)
+    old_ids = _ids(retriever, "tea.html")
+    assert "steep for 4 minutes" in retriever.invoke("black tea steep minutes")[0].page_content
+    assert retriever.add_documents(small_pages()) == []  # nothing changed: nothing re-embedded
+    changed = """<html><head><title>Brewing tea</title></head><body><h1>Brewing tea</h1>
+<p>Oolong tea: rinse the leaves, then steep for 3 minutes at 90 degrees.</p></body></html>"""
+    added = retriever.add_documents([Document(page_content=changed, metadata={"source": "tea.html", "v": 2})])
+    assert added == _ids(retriever, "tea.html") and added
+    stale = set(old_ids) - set(added)
+    assert stale and not retriever.vectorstore.get_by_ids(sorted(stale))
+    assert len(retriever.vectorstore.get_by_ids(added)) == len(added)
+    docs = retriever.invoke("black tea steep minutes")
+    tea = [d for d in docs if d.metadata["spire_source"] == "tea.html"]
+    assert tea and "Oolong" in tea[0].page_content and "Black tea" not in tea[0].page_content
+    assert tea[0].metadata["v"] == 2
+    assert all("Black tea" not in c.text for d in docs for c in citations_of(d))
+    retriever.delete_sources(["tea.html"])
+    assert not retriever.vectorstore.get_by_ids(added)
+    assert "tea.html" not in {d.metadata["spire_source"] for d in retriever.invoke("oolong tea")}
+
+
+def test_upsert_without_recorded_ids(keyword_embeddings: KeywordEmbeddings) -> None:
+    """A docstore filled by hand has no id record: the old sentence ids are recomputed from the old page."""
+    pages = small_pages()
+    sentences = SpireTransformer().transform_documents(pages)
+    store = InMemoryVectorStore(keyword_embeddings)
+    store.add_documents(list(sentences), ids=[str(d.id) for d in sentences])
+    docstore = InMemoryStore()
+    docstore.mset([(p.metadata["source"], p) for p in pages])
+    retriever = SpireRetriever(vectorstore=store, docstore=docstore)
+    before = len(store.store)
+    retriever.add_documents([Document(page_content="<p>Cocoa is gone.</p>", metadata={"source": "cocoa.html"})])
+    cocoa = [d for d in sentences if d.metadata["spire_source"] == "cocoa.html"]
+    assert len(store.store) == before - len(cocoa) + 1
+
+
+async def test_async_matches_sync(retriever: SpireRetriever) -> None:
+    sync = retriever.invoke("espresso shot seconds", k=2)
+    asynchronous = await retriever.ainvoke("espresso shot seconds", k=2)
+    assert [(d.page_content, d.metadata) for d in asynchronous] == [(d.page_content, d.metadata) for d in sync]
+
+
+def test_numbered_citations_map_back(retriever: SpireRetriever) -> None:
+    docs = retriever.invoke("espresso shot seconds")
+    numbered = numbered_citations(docs)
+    text = format_citations(docs)
+    assert text.startswith("[1] (coffee.html)\n")
+    for n, citation in enumerate(numbered, start=1):
+        assert f"[{n}] ({citation.doc_id})" in text
+    plain = Document(page_content="no SPIRE metadata here", metadata={"source": "x"})
+    assert numbered_citations([plain]) == [Citation("x", frozenset(), "no SPIRE metadata here")]
+
+
+async def test_many_concurrent_async_queries(retriever: SpireRetriever) -> None:
+    """More concurrent queries than executor threads: the async store search must still get a thread."""
+    queries = [f"espresso shot seconds {n}" for n in range(24)]
+    # (the default executor deadlocks here; the wait only turns a hang into a failure)
+    results = await asyncio.wait_for(asyncio.gather(*(retriever.ainvoke(q) for q in queries)), timeout=120)
+    assert all(r and r[0].metadata["spire_source"] == "coffee.html" for r in results)
