@@ -29,7 +29,7 @@ from .paths import decode_paths, down, encode_paths, link, prune, subdoc, up
 from .render import render
 from .sentences import Sentence, sentences
 from .size import approx_tokens, model_tokens
-from .surface import DocumentCache, Seed, seeds
+from .surface import DocumentCache, Seed, is_html, parse_page, seeds
 
 __all__ = [
     "HEADERS",
@@ -72,11 +72,13 @@ __all__ = [
     "encode_paths",
     "global_context",
     "highlight",
+    "is_html",
     "link",
     "local_context",
     "model_tokens",
     "parse_html",
     "parse_labels",
+    "parse_page",
     "parse_text",
     "prune",
     "render",

@@ -7,15 +7,19 @@ the column labels, so a cell is never matched (or cited) without the rest of its
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from threading import Lock
+from typing import Any
 
 from .context import HTML, Policy
 from .context.policy import inherited
 from .context.tables import CELL_TAGS
-from .document import INLINE_TAGS, Document, Path, parse_html
+from .decoding import decode
+from .document import INLINE_TAGS, Document, Path, parse_html, parse_text
+from .errors import NotHTMLError, SpireError
 from .render import render_indices
 from .sentences import sentence_indices
 
@@ -62,6 +66,36 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: str = "markdown", unit: 
     ]
 
 
+_TAGS = (
+    "html|head|body|title|div|p|span|a|ul|ol|li|dl|dt|dd|table|thead|tbody|tr|td|th|caption|h[1-6]|br|hr|pre|code"
+    "|section|article|main|header|footer|nav|aside|em|strong|b|i|img|meta|link|script|style|blockquote|figure"
+)
+_HTML = re.compile(rf"<!doctype\s+html|<(?:{_TAGS})(?:\s[^<>]*)?/?>|</(?:{_TAGS})\s*>", re.I)
+
+
+def is_html(text: str) -> bool:
+    """Whether ``text`` looks like HTML (a doctype or a known HTML tag)."""
+    return _HTML.search(text) is not None
+
+
+def parse_page(content: str | bytes, *, doc_id: str | None = None, **options: Any) -> Document:
+    """Parse a page that may be HTML or plain text (paragraphs separated by blank lines).
+
+    Binary data raises :class:`~spire_core.errors.NotHTMLError` naming ``doc_id``; other
+    SPIRE errors carry a note naming it.
+    """
+    try:
+        text = decode(content, **{k: v for k, v in options.items() if k == "max_bytes"}).text
+        if is_html(text):
+            return parse_html(content, doc_id=doc_id, **options)
+        return parse_text(text, doc_id=doc_id, segment=options.get("segment", True))
+    except NotHTMLError as err:
+        raise NotHTMLError(f"document {doc_id!r}: {err}") from err
+    except SpireError as err:
+        err.add_note(f"while reading document {doc_id!r}")
+        raise
+
+
 def _row_of(doc: Document, node: int) -> int:
     """The ``tr`` of the table cell holding ``node``, or -1."""
     found = inherited(doc, node, "row_of", lambda i: doc.tag[i] in CELL_TAGS, lambda c: _parent_row(doc, c))
@@ -81,9 +115,9 @@ def _block_of(doc: Document, node: int) -> int:
 
 
 class DocumentCache:
-    """A bounded LRU of parsed documents: ``cache(doc_id)`` parses ``load(doc_id)`` once."""
+    """A bounded LRU of parsed documents: ``cache(doc_id)`` parses ``load(doc_id)`` once (with :func:`parse_page`)."""
 
-    def __init__(self, load: Callable[[str], str | bytes], *, maxsize: int = 64, **parse_options: bool) -> None:
+    def __init__(self, load: Callable[[str], str | bytes], *, maxsize: int = 64, **parse_options: Any) -> None:
         if maxsize <= 0:
             raise ValueError("maxsize must be positive")
         self.load = load
@@ -98,7 +132,7 @@ class DocumentCache:
             if doc is not None:
                 self._docs.move_to_end(doc_id)
                 return doc
-        doc = parse_html(self.load(doc_id), doc_id=doc_id, **self.parse_options)
+        doc = parse_page(self.load(doc_id), doc_id=doc_id, **self.parse_options)
         with self._lock:
             self._docs[doc_id] = doc
             while len(self._docs) > self.maxsize:

@@ -32,7 +32,7 @@ from spire_core import (
 )
 from spire_core import Document as SpireDocument
 
-from ._source import citations_of, markup, user_metadata
+from ._source import citations_of, user_metadata
 from .retriever import SpireRetriever
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
                 found = store.mget([source])[0]
                 if found is None:
                     raise KeyError(f"source {source!r} is not in the docstore")
-                return markup(found.page_content)
+                return found.page_content
 
             self._pages = DocumentCache(load)
         else:

@@ -30,7 +30,7 @@ from spire_core import (
     encode_paths,
 )
 
-from ._source import markup, source_id, user_metadata
+from ._source import source_id, user_metadata
 from .transformer import SpireTransformer
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class SpireRetriever(BaseRetriever):
         found = self.docstore.mget([source])[0]
         if found is None:
             raise KeyError(f"source {source!r} is not in the docstore")
-        return markup(found.page_content)
+        return found.page_content
 
     # -- construction and indexing ---------------------------------------------------------
     @classmethod

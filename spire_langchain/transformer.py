@@ -10,10 +10,10 @@ from langchain_core.documents import BaseDocumentTransformer
 from langchain_core.documents import Document as LCDocument
 from langchain_core.runnables.config import run_in_executor
 
-from spire_core import HTML, NONE, Policy, encode_paths, seeds
+from spire_core import HTML, NONE, Policy, encode_paths, parse_page, seeds
 from spire_core import Document as SpireDocument
 
-from ._source import parse_source, sentence_id, source_id, user_metadata
+from ._source import sentence_id, source_id, user_metadata
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +55,12 @@ class SpireTransformer(BaseDocumentTransformer):
 
     def parse(self, document: LCDocument) -> SpireDocument:
         """The parsed SPIRE document of a source ``Document``."""
-        return parse_source(document.page_content, source_id(document))
+        return parse_page(document.page_content, doc_id=source_id(document))
 
     def split(self, document: LCDocument, parsed: SpireDocument | None = None) -> list[LCDocument]:
         """The sentence (or block) ``Document``\\ s of one source ``Document``."""
         source = source_id(document)
-        doc = parsed if parsed is not None else parse_source(document.page_content, source)
+        doc = parsed if parsed is not None else parse_page(document.page_content, doc_id=source)
         policy = self.policy if self.include_global_context else NONE
         units = seeds(doc, policy=policy, fmt=self.fmt, unit=self.unit)
         if not units:

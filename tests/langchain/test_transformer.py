@@ -5,9 +5,20 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import BaseDocumentTransformer, Document
 
-from spire_core import NONE, NotHTMLError, decode_paths, encode_paths, parse_html, parse_text, render, seeds
+from spire_core import (
+    NONE,
+    NotHTMLError,
+    decode_paths,
+    encode_paths,
+    is_html,
+    parse_html,
+    parse_page,
+    parse_text,
+    render,
+    seeds,
+)
 from spire_langchain import SpireTransformer
-from spire_langchain._source import is_html, markup, sentence_id, source_id
+from spire_langchain._source import sentence_id, source_id
 
 from .conftest import SMALL_PAGES
 
@@ -84,8 +95,8 @@ def test_plain_text_falls_back_to_parse_text_with_the_same_paths() -> None:
     expected = seeds(parse_text(text, doc_id="notes.txt"))
     assert [d.page_content for d in out] == [s.text for s in expected]
     assert len(out) == 3
-    # the retriever re-reads the page through markup(): it must give the same paths
-    reread = seeds(parse_html(markup(text), doc_id="notes.txt"))
+    # the retriever re-reads the page through a DocumentCache (parse_page): same paths
+    reread = seeds(parse_page(text, doc_id="notes.txt"))
     assert [s.paths for s in reread] == [s.paths for s in expected]
 
 
