@@ -31,6 +31,17 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]
 _XML_DECL = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)""", re.I)
 
 
+#: Declared labels that browsers read otherwise (WHATWG Encoding): a declaration found by
+#: reading the bytes as ASCII cannot be UTF-16/32, so it is UTF-8; Latin-1 and ASCII mean windows-1252.
+_DECLARED_AS = {
+    **dict.fromkeys(["utf-16", "utf-16le", "utf-16be", "utf-32", "utf-32le", "utf-32be"], "utf-8"),
+    **dict.fromkeys(
+        ["iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1", "l1", "cp819", "ibm819", "ascii", "us-ascii"],
+        "windows-1252",
+    ),
+}
+
+
 @dataclass(frozen=True)
 class Decoded:
     """Text of a page with how it was obtained."""
@@ -77,7 +88,8 @@ def _sniff(data: bytes) -> tuple[str, int, bool]:
     head = data[:4096]
     found = _XML_DECL.search(head) or _META_CHARSET.search(head)
     if found:
-        return found.group(1).decode("ascii").lower(), 0, False
+        label = found.group(1).decode("ascii").lower()
+        return _DECLARED_AS.get(label, label), 0, False
     return "utf-8", 0, False
 
 

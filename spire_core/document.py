@@ -18,9 +18,11 @@ written, and rendering collapses whitespace. (Inside inline elements whitespace 
 
 from __future__ import annotations
 
+import gc
 import html as html_lib
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from html.parser import HTMLParser
@@ -137,6 +139,8 @@ BOILERPLATE_CLASSES = frozenset(
         "version_switcher_placeholder",
         "language_switcher_placeholder",
         "mw-cite-backlink",
+        "references",
+        "reflist",
         "metadata",
         "ambox",
         "navigation-not-searchable",
@@ -256,6 +260,8 @@ class Document:
 
     def index(self, path: Path) -> int:
         """Index of the node at ``path``; raises :class:`UnknownPathError`."""
+        if not self.children:  # an empty document (e.g. pruned without its root) has no root either
+            raise UnknownPathError(tuple(path), self.doc_id)
         i = 0
         try:
             for k in path:
@@ -371,7 +377,8 @@ class Document:
         """The sentence seeds of the document, in document order (see :mod:`spire_core.sentences`)."""
         from .sentences import collect
 
-        return collect(self)
+        with _gc_paused():
+            return collect(self)
 
     def has_content(self) -> bool:
         """Whether any text node outside ``<head>`` has visible text."""
@@ -398,12 +405,25 @@ def parse_html(
     """
     decoded = decode(html, max_bytes=max_bytes)
     warnings = list(decoded.warnings)
-    root = _build(_lxml_root(decoded.text, warnings), boilerplate)
-    if segment:
-        from .sentences import segment as segment_tree
+    with _gc_paused():  # millions of live objects: cyclic GC passes only cost time here
+        root = _build(_lxml_root(decoded.text, warnings), boilerplate)
+        if segment:
+            from .sentences import segment as segment_tree
 
-        segment_tree(root)
-    return Document(root, doc_id=doc_id, encoding=decoded.encoding, replaced=decoded.replaced, warnings=warnings)
+            segment_tree(root)
+        return Document(root, doc_id=doc_id, encoding=decoded.encoding, replaced=decoded.replaced, warnings=warnings)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building (big pages: it turns linear work quadratic)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def parse_text(text: str, *, doc_id: str | None = None, segment: bool = True) -> Document:
@@ -414,10 +434,13 @@ def parse_text(text: str, *, doc_id: str | None = None, segment: bool = True) ->
 
 
 _XML_DECL_TEXT = re.compile(r"^\s*<\?xml[^>]*\?>")
+#: libxml2 drops whatever follows ``</html>``; browsers keep it in the body, and so do we.
+_LATE_END_TAGS = re.compile(r"</(?:body|html)\s*>", re.I)
 
 
 def _lxml_root(text: str, warnings: list[str]) -> Any:
     text = _XML_DECL_TEXT.sub("", text, count=1)  # lxml rejects str input with an encoding declaration
+    text = _LATE_END_TAGS.sub("", text)
     if not text.strip():
         return lxml.html.document_fromstring("<html></html>")
     parser = lxml.html.HTMLParser(huge_tree=True, remove_comments=False)

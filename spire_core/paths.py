@@ -7,6 +7,7 @@ and are what the algorithms use internally.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from .document import _E, Document, Path
@@ -96,6 +97,7 @@ def subdoc(doc: Document, paths: Iterable[Path]) -> Document:
 
 # -- compact string form ---------------------------------------------------------------
 ROOT_TOKEN = "~"
+_PATH_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)*")
 
 
 def encode_paths(paths: Iterable[Path]) -> str:
@@ -112,10 +114,9 @@ def decode_paths(text: str) -> PathSet:
         if part == ROOT_TOKEN:
             out.add(())
             continue
-        try:
-            path = tuple(int(k) for k in part.split("."))
-        except ValueError:
-            raise PathFormatError(f"not a path: {part!r} in {text!r}") from None
+        if not _PATH_TEXT.fullmatch(part):  # ASCII digits only: int() would also take " 1", "+1", "1_0"
+            raise PathFormatError(f"not a path: {part!r} in {text!r}")
+        path = tuple(int(k) for k in part.split("."))
         if any(k < 0 for k in path):
             raise PathFormatError(f"negative child index in {part!r}")
         out.add(path)

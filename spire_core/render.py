@@ -180,13 +180,17 @@ class _Renderer:
                 self.marker = None
 
     def number(self, li: int) -> int:
-        parent = self.doc.parent[li]
-        try:
-            start = int(self.doc.attrs[parent].get("start", "1"))
-        except ValueError:
-            start = 1
-        items = [c for c in self.doc.children[parent] if self.doc.tag[c] == "li"]
-        return start + items.index(li)
+        """The number a browser shows for ``li``: ``start``, ``reversed`` and ``value`` honoured."""
+        numbers: dict[int, int] = self.doc.cache.setdefault("render.ol_numbers", {})
+        if li not in numbers:
+            doc = self.doc
+            parent = doc.parent[li]
+            items = [c for c in doc.children[parent] if doc.tag[c] == "li"]
+            step = -1 if "reversed" in doc.attrs[parent] else 1
+            n = _int(doc.attrs[parent].get("start"), len(items) if step < 0 else 1) - step
+            for c in items:
+                n = numbers[c] = _int(doc.attrs[c].get("value"), n + step)
+        return numbers[li]
 
     # -- special blocks ----------------------------------------------------------------
     def kept_in(self, i: int) -> list[int]:
@@ -249,6 +253,13 @@ class _Renderer:
             lines.append(("| " + sep.join(row) + " |") if self.markdown else sep.join(x for x in row if x))
         lead = "".join(self.prefix)
         self.blocks.append(_Block("\n".join(lead + line for line in lines), False))
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int((value or "").strip())
+    except ValueError:
+        return default
 
 
 def _rows(g: Grid, cells: list[int]) -> list[int]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .document import Document
 
 _WS = re.compile(r"\s+")
+_BREAKS = {"br": " "}
 
 #: A splitter maps a text to the character spans of its sentences.
 Splitter = Callable[[str], list[tuple[int, int]]]
@@ -66,7 +67,8 @@ def collect(doc: Document) -> list[Sentence]:
             beg = i
         elif tag == SENTENCE_END and beg >= 0:
             idx = sentence_indices(doc, beg, i)
-            text = _WS.sub(" ", "".join(doc.text[j] for j in idx if doc.tag[j] is None)).strip()
+            raw = "".join(doc.text[j] if doc.tag[j] is None else _BREAKS.get(doc.tag[j] or "", "") for j in idx)
+            text = _WS.sub(" ", raw).strip()
             out.append(Sentence(doc.path(beg), doc.to_paths(idx), text, (beg, i)))
             beg = -1
     return out
@@ -106,18 +108,24 @@ _Chain = list[tuple[_E, int]]
 
 
 def _segment_run(block: _E, start: int, stop: int, split: Splitter, blocks: list[_E]) -> None:
-    leaves: list[_Chain] = []
+    groups: list[list[_Chain]] = [[]]
     stack: list[tuple[_E, int, _Chain]] = [(block, k, []) for k in range(stop - 1, start - 1, -1)]
     while stack:
         parent, k, chain = stack.pop()
         node = parent.children[k]
         here = [*chain, (parent, k)]
-        if isinstance(node, str):
-            leaves.append(here)
+        if isinstance(node, str) or node.tag == "br":  # a <br> separates words (and sentences)
+            groups[-1].append(here)
         elif node.tag in INLINE_TAGS:
             stack.extend((node, j, here) for j in range(len(node.children) - 1, -1, -1))
         else:
             blocks.append(node)  # a block inside inline markup is segmented on its own
+            groups.append([])  # and ends the text before it: sentences never nest
+    for leaves in reversed(groups):  # last first, so that earlier chains stay valid
+        _segment_leaves(block, leaves, split)
+
+
+def _segment_leaves(block: _E, leaves: list[_Chain], split: Splitter) -> None:
     texts = [_leaf(chain) for chain in leaves]
     text = "".join(texts)
     if not text.strip():
@@ -143,8 +151,7 @@ def _segment_run(block: _E, start: int, stop: int, split: Splitter, blocks: list
 def _leaf(chain: _Chain) -> str:
     parent, k = chain[-1]
     node = parent.children[k]
-    assert isinstance(node, str)
-    return node
+    return node if isinstance(node, str) else "\n"  # a <br> reads as a line break
 
 
 def _insert(chain: _Chain, offset: int, tag: str) -> None:

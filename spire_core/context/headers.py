@@ -31,15 +31,21 @@ class _Headings:
         self.last: list[int] = [-1] * len(doc)
         self.up: dict[int, int] = {}
         stack: list[tuple[int, int, int]] = []  # (level, index, end of scope)
+        saved: list[tuple[int, list[tuple[int, int, int]]]] = []  # (box end, the stack outside the box)
         for i, tag in enumerate(doc.tag):
+            while saved and saved[-1][0] <= i:  # a box ended: its headings never closed the outer ones
+                stack = saved.pop()[1]
             while stack and stack[-1][2] <= i:  # a boxed heading's scope ended
                 stack.pop()
             level = HEADING_LEVELS.get(tag or "")
             if level is not None:
+                end = _scope_end(doc, i)
+                if end < len(doc) and not (saved and saved[-1][0] == end):
+                    saved.append((end, list(stack)))
                 while stack and stack[-1][0] >= level:
                     stack.pop()
                 self.up[i] = stack[-1][1] if stack else -1
-                stack.append((level, i, _scope_end(doc, i)))
+                stack.append((level, i, end))
             self.last[i] = stack[-1][1] if stack else -1
 
     def chain(self, i: int) -> list[int]:

@@ -1,0 +1,388 @@
+"""Global contextualization (Section 2.3): title, headers, lists, tables, composition, laws."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spire_core import (
+    HEADERS,
+    HTML,
+    LISTS,
+    NONE,
+    TABLES,
+    TITLE,
+    Document,
+    Path,
+    Policy,
+    Rule,
+    compose,
+    down,
+    global_context,
+    parse_html,
+    render,
+)
+from spire_core.document import HEADING_LEVELS
+from tests.core.strategies import html_pages, sentence_with
+
+POLICIES = {"title": TITLE, "headers": HEADERS, "lists": LISTS, "tables": TABLES, "html": HTML}
+
+
+def ctx_text(doc: Document, text: str, policy: Policy = HTML) -> str:
+    """The rendering of the sentence reading ``text`` with its global context."""
+    return render(doc, global_context(doc, sentence_with(doc, text).paths, policy))
+
+
+def added_texts(doc: Document, text: str, policy: Policy) -> list[str]:
+    """Texts of the sentences (other than ``text``) that ``policy`` adds to the sentence ``text``."""
+    seed = sentence_with(doc, text).paths
+    got = down(doc, global_context(doc, seed, policy))  # an added element stands for its text
+    return [s.text for s in doc.sentences if s.text != text and any(p in got for p in s.paths if doc.get(p).is_text)]
+
+
+# -- Figure 1 --------------------------------------------------------------------------
+FIGURE_1 = """<html><head><title>Virginia State Parks</title></head><body>
+<h1>Virginia State Parks</h1>
+<p>Virginia's park system protects forests, rivers and beaches. Visitors come all year.</p>
+<h2>Key Takeaways</h2>
+<ul><li>Virginia has 43 state parks.</li><li>The first parks opened in 1936.</li></ul>
+<h2>History</h2><p>The system grew slowly.</p>
+</body></html>"""
+
+
+def test_figure_1_items_1_to_3() -> None:
+    doc = parse_html(FIGURE_1)
+    # (1) a sentence under the title only
+    first = ctx_text(doc, "Visitors come all year.")
+    assert first == "# Virginia State Parks\n\nVisitors come all year."
+    # (2) a bullet: title, section header "Key Takeaways", the bullet, no sibling bullet
+    second = ctx_text(doc, "Virginia has 43 state parks.")
+    assert second == "# Virginia State Parks\n\n## Key Takeaways\n\n- Virginia has 43 state parks."
+    # (3) merged: title and header paid once
+    merged = (
+        sentence_with(doc, "Visitors come all year.").paths | sentence_with(doc, "Virginia has 43 state parks.").paths
+    )
+    text = render(doc, global_context(doc, merged))
+    assert text.count("Virginia State Parks") == 1 and text.count("Key Takeaways") == 1
+    assert "first parks opened" not in text and "History" not in text
+
+
+def test_title_heading_is_shown_once_when_it_repeats_the_title() -> None:
+    doc = parse_html(FIGURE_1)
+    assert doc.title == "Virginia State Parks"
+    assert doc.get(doc.title_path or ()).tag == "h1"
+
+
+# -- headers ---------------------------------------------------------------------------
+HEADERS_PAGE = """<html><body>
+<h1>Manual</h1>
+<h2>Install</h2>
+<div class="wrapper"><p>Sibling div paragraph.</p></div>
+<h3>On Linux</h3><p>Linux step.</p>
+<h3>On Mac</h3><p>Mac step.</p>
+<section><h2>Configure</h2><p>Configure step.</p></section>
+<p>After the section.</p>
+<h4>Skipped level</h4><h3>Back to three</h3><p>Under three.</p>
+</body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Sibling div paragraph.", ["Manual", "Install"]),
+        ("Linux step.", ["Manual", "Install", "On Linux"]),
+        ("Mac step.", ["Manual", "Install", "On Mac"]),  # a later h3 supersedes the earlier h3
+        ("Configure step.", ["Manual", "Configure"]),  # a later h2 supersedes h2 and h3
+        ("After the section.", ["Manual", "Configure"]),  # document order, not tree ancestry
+        ("Under three.", ["Manual", "Configure", "Back to three"]),  # h3 closes the h4
+        ("On Mac", ["Manual", "Install"]),  # a heading gets the headings above it
+        ("Manual", []),
+    ],
+)
+def test_headers_by_document_order_and_rank(text: str, expected: list[str]) -> None:
+    doc = parse_html(HEADERS_PAGE)
+    assert added_texts(doc, text, HEADERS) == expected
+
+
+BOXES_PAGE = """<h1>Doc</h1><h2>Main</h2>
+<div class="admonition note"><h3>Note title</h3><p>Note text.</p>
+<blockquote><h4>Inner</h4><p>Inner text.</p></blockquote><p>Note again.</p></div>
+<p>After note.</p><aside><h2>Side</h2><p>Side text.</p></aside><p>After aside.</p><h3>Sub</h3><p>Sub text.</p>"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Note text.", ["Doc", "Main", "Note title"]),
+        ("Inner text.", ["Doc", "Main", "Note title", "Inner"]),
+        ("Note again.", ["Doc", "Main", "Note title"]),
+        ("After note.", ["Doc", "Main"]),
+        ("Side text.", ["Doc", "Side"]),
+        # a heading in a box governs only its box, and does not close the headings outside it
+        ("After aside.", ["Doc", "Main"]),
+        ("Sub text.", ["Doc", "Main", "Sub"]),
+    ],
+)
+def test_boxed_headings_scope_their_box(text: str, expected: list[str]) -> None:
+    doc = parse_html(BOXES_PAGE)
+    assert added_texts(doc, text, HEADERS) == expected
+
+
+def test_headers_add_only_heading_elements() -> None:
+    doc = parse_html(HEADERS_PAGE)
+    seed = sentence_with(doc, "Under three.").paths
+    added = global_context(doc, seed, HEADERS) - seed
+    assert {doc.get(p).tag for p in added} == {"h1", "h2", "h3"}
+
+
+def test_headers_render_with_levels() -> None:
+    doc = parse_html(HEADERS_PAGE)
+    assert ctx_text(doc, "Mac step.", HEADERS) == "# Manual\n\n## Install\n\n### On Mac\n\nMac step."
+
+
+# -- lists -----------------------------------------------------------------------------
+LISTS_PAGE = """<html><body>
+<p>We cook every day. The menu includes:</p>
+<ol><li>Breakfast</li><li>Lunch <ul><li>Sandwich</li><li>Salad <ul><li>Green dressing</li></ul></li></ul></li></ol>
+<p>Not a lead-in.</p><ul><li>Plain item</li></ul>
+<dl><dt>timeout</dt><dd>Seconds to wait.</dd><dt>host</dt><dt>hostname</dt><dd>Where to connect.</dd>
+<dd>Defaults to localhost.</dd></dl>
+<p>Options are:</p><div class="wrap"><ul><li>Wrapped item</li></ul></div>
+</body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Sandwich", ["The menu includes:", "Lunch"]),
+        ("Salad", ["The menu includes:", "Lunch"]),
+        ("Green dressing", ["The menu includes:", "Lunch", "Salad"]),
+        ("Breakfast", ["The menu includes:"]),
+        ("Plain item", []),
+        ("Seconds to wait.", ["timeout"]),
+        ("Where to connect.", ["host", "hostname"]),
+        ("Defaults to localhost.", ["host", "hostname"]),  # a second dd shares the terms
+        ("Wrapped item", ["Options are:"]),  # lead-in across a wrapper div
+    ],
+)
+def test_list_labels(text: str, expected: list[str]) -> None:
+    doc = parse_html(LISTS_PAGE)
+    assert added_texts(doc, text, LISTS) == expected
+
+
+def test_nested_item_rendering_has_labels_but_no_siblings() -> None:
+    doc = parse_html(LISTS_PAGE)
+    assert ctx_text(doc, "Salad", LISTS) == "The menu includes:\n\n2. Lunch\n   - Salad"
+    green = ctx_text(doc, "Green dressing", LISTS)
+    assert "Sandwich" not in green and "Breakfast" not in green
+    assert green.splitlines()[-1] == "     - Green dressing"
+
+
+def test_list_rule_for_selected_elements_not_only_text() -> None:
+    """Selecting the <li>, the <dd> or the <ol> element itself gets the same labels as its text."""
+    doc = parse_html(LISTS_PAGE, segment=False)
+    by_text = {doc.get(p).text: p for p in doc.paths() if doc.get(p).is_text}
+    salad_li = by_text["Salad "][:-1]
+    assert doc.get(salad_li).tag == "li"
+    got = global_context(doc, [salad_li], LISTS)
+    assert by_text["Lunch "] in got
+    assert by_text["Sandwich"][:-1] not in got
+    dd = by_text["Seconds to wait."][:-1]
+    assert doc.get(dd).tag == "dd"
+    assert by_text["timeout"][:-1] in global_context(doc, [dd], LISTS)
+    ol = by_text["Breakfast"][:-2]
+    assert doc.get(ol).tag == "ol"
+    assert by_text["We cook every day. The menu includes:"][:-1] in global_context(doc, [ol], LISTS)
+
+
+def test_lead_in_without_sentences_is_the_paragraph() -> None:
+    doc = parse_html(LISTS_PAGE, segment=False)
+    paths = [p for p in doc.paths() if doc.get(p).text == "Breakfast"]
+    added = global_context(doc, paths, LISTS) - set(paths)
+    assert [doc.get(p).tag for p in sorted(added)] == ["p"]
+
+
+# -- tables ----------------------------------------------------------------------------
+TABLE_PAGE = """<html><body>
+<table><caption>Fruit sales</caption>
+<thead><tr><th>Fruit</th><th>Quarter</th><th>Units</th><th>Price</th></tr></thead>
+<tr><th rowspan="2">Apples</th><td>Q1</td><td>Ten</td><td>Cheap</td></tr>
+<tr><td>Q2</td><td>Eleven</td><td>Dear</td></tr>
+<tr><th>Pears</th><td colspan="2">No data</td><td>Mid</td></tr>
+</table>
+<table><tr><td>Name</td><td>Age</td><td>City</td></tr>
+<tr><td>Bob</td><td>Forty</td><td>Lyon</td></tr></table>
+<table><tr><th>Key</th><td>Value one</td></tr><tr><th>Other key</th><td>Value two</td></tr></table>
+<table><tr><th colspan="2">Size</th></tr><tr><th>Width</th><th>Height</th></tr>
+<tr><td>Wide</td><td>Tall</td></tr></table>
+<table><tr><td>Lonely cell</td></tr></table>
+</body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # labels are closed too: the row label "Apples" brings its own column label "Fruit"
+        ("Ten", ["Fruit sales", "Fruit", "Units", "Apples"]),
+        # second row of the rowspan: its first cell is in grid column 1 (Quarter), its row label Apples
+        ("Q2", ["Fruit sales", "Fruit", "Quarter", "Apples"]),
+        ("Eleven", ["Fruit sales", "Fruit", "Units", "Apples"]),
+        ("Dear", ["Fruit sales", "Fruit", "Price", "Apples"]),
+        ("Mid", ["Fruit sales", "Fruit", "Price", "Pears"]),  # after a colspan=2 cell
+        ("No data", ["Fruit sales", "Fruit", "Quarter", "Pears"]),  # spanning cell: header over its first column
+        ("Units", ["Fruit sales"]),  # a header cell: only the caption (no header above it)
+        # no th anywhere: first row = column labels, first column = row labels
+        ("Forty", ["Name", "Age", "Bob"]),
+        ("Lyon", ["Name", "City", "Bob"]),
+        ("Bob", ["Name"]),
+        ("Age", []),
+        # th only in the first column: row labels, no column labels
+        ("Value two", ["Other key"]),
+        # two header rows with a colspan: both levels; no th in the body row: its first cell
+        ("Tall", ["Size", "Width", "Height", "Wide"]),
+        ("Lonely cell", []),
+    ],
+)
+def test_table_labels(text: str, expected: list[str]) -> None:
+    doc = parse_html(TABLE_PAGE)
+    assert added_texts(doc, text, TABLES) == expected
+
+
+def test_group_rows_label_the_rows_under_them() -> None:
+    """A full-width header row below the top labels the rows up to the next such row."""
+    doc = parse_html(
+        "<table><tr><th>City</th><th>Population</th></tr><tr><th colspan=2>Europe</th></tr>"
+        "<tr><td>Paris</td><td>Two million</td></tr><tr><th colspan=2>Asia</th></tr>"
+        "<tr><td>Tokyo</td><td>Fourteen million</td></tr></table>"
+    )
+    assert added_texts(doc, "Two million", TABLES) == ["City", "Population", "Europe", "Paris"]
+    assert added_texts(doc, "Fourteen million", TABLES) == ["City", "Population", "Asia", "Tokyo"]
+    assert added_texts(doc, "Asia", TABLES) == []
+
+
+def test_table_adds_only_cells_and_captions() -> None:
+    doc = parse_html(TABLE_PAGE)
+    seed = sentence_with(doc, "Dear").paths
+    added = global_context(doc, seed, TABLES) - seed
+    assert {doc.get(p).tag for p in added} <= {"th", "td", "caption"}
+    assert "Cheap" not in render(doc, global_context(doc, seed, TABLES))
+
+
+def test_table_render_of_a_cell_with_context() -> None:
+    doc = parse_html(TABLE_PAGE)
+    assert ctx_text(doc, "Dear", TABLES) == "Fruit sales\n\n| Fruit | Price |\n|---|---|\n| Apples | Dear |"
+
+
+# -- composition and custom rules ------------------------------------------------------
+class FigureCaptionRule(Rule):
+    """A user rule: anything inside a <figure> is explained by its <figcaption>."""
+
+    name = "figcaption"
+
+    def contribute(self, doc: Document, node: int) -> Iterable[int]:
+        for anc in (node, *doc.ancestors(node)):
+            if doc.tag[anc] == "figure":
+                return [c for c in doc.children[anc] if doc.tag[c] == "figcaption"]
+        return ()
+
+
+FIGURE_PAGE = """<html><head><title>Birds</title></head><body><h2>Owls</h2>
+<figure><p>Owls hunt at night.</p><figcaption>Barn owl habits</figcaption></figure></body></html>"""
+
+
+def test_user_rule_composes_with_html() -> None:
+    doc = parse_html(FIGURE_PAGE)
+    seed = sentence_with(doc, "Owls hunt at night.").paths
+    plain = render(doc, global_context(doc, seed, HTML))
+    assert "Barn owl habits" not in plain
+    mine = compose(HTML, Policy([FigureCaptionRule()]))
+    composed = render(doc, global_context(doc, seed, mine))
+    assert composed == "# Birds\n\n## Owls\n\nOwls hunt at night.\n\nBarn owl habits"
+    assert global_context(doc, seed, HTML | Policy([FigureCaptionRule()])) == global_context(doc, seed, mine)
+    assert global_context(doc, seed, compose(HTML, FigureCaptionRule())) == global_context(doc, seed, mine)
+
+
+def test_constant_rule_and_none_policy() -> None:
+    class FirstParagraph(Rule):
+        name = "first-p"
+
+        def constant(self, doc: Document) -> Iterable[int]:
+            return [next(i for i, t in enumerate(doc.tag) if t == "p")]
+
+    doc = parse_html(FIGURE_PAGE, segment=False)
+    assert global_context(doc, [], Policy([FirstParagraph()])) == {(1, 1, 0)}
+    assert global_context(doc, [(1, 0, 0)], NONE) == {(1, 0, 0)}
+    assert global_context(doc, [], HTML) == {(0, 0)}
+
+
+def test_compose_deduplicates_rules() -> None:
+    composed = compose(HTML, TITLE, HEADERS)
+    assert len(composed.rules) == 4
+    assert {r.name for r in composed.rules} == {"title", "headers", "lists", "tables"}
+
+
+def test_default_policy_is_html() -> None:
+    doc = parse_html(FIGURE_1)
+    seed = sentence_with(doc, "Virginia has 43 state parks.").paths
+    assert global_context(doc, seed) == global_context(doc, seed, HTML)
+
+
+# -- laws (Definition 3) on generated trees --------------------------------------------
+PROPERTY_SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def doc_and_sets(draw: st.DrawFn) -> tuple[Document, frozenset[Path], frozenset[Path]]:
+    doc = parse_html(draw(html_pages()))
+    paths = list(doc.paths())
+    p = draw(st.frozensets(st.sampled_from(paths), max_size=5))
+    extra = draw(st.frozensets(st.sampled_from(paths), max_size=5))
+    return doc, p, p | extra
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+@PROPERTY_SETTINGS
+@given(case=doc_and_sets())
+def test_policy_laws(name: str, case: tuple[Document, frozenset[Path], frozenset[Path]]) -> None:
+    """Extensive, monotone, idempotent, and within Paths(D)."""
+    doc, p, bigger = case
+    policy = POLICIES[name]
+    g = global_context(doc, p, policy)
+    assert p <= g
+    assert g <= global_context(doc, bigger, policy)
+    assert global_context(doc, g, policy) == g
+    assert g <= frozenset(doc.paths())
+
+
+@PROPERTY_SETTINGS
+@given(case=doc_and_sets())
+def test_rules_add_only_their_kind_of_node(case: tuple[Document, frozenset[Path], frozenset[Path]]) -> None:
+    doc, p, _ = case
+    title = global_context(doc, p, TITLE) - p
+    assert title <= ({doc.title_path} if doc.title_path is not None else set())
+    assert all(doc.get(x).tag in HEADING_LEVELS for x in global_context(doc, p, HEADERS) - p)
+    assert all(doc.get(x).tag in {"th", "td", "caption"} for x in global_context(doc, p, TABLES) - p)
+    for x in global_context(doc, p, LISTS) - p:  # labels, terms and lead-in sentences; never items or lists
+        assert doc.get(x).tag not in {"li", "ul", "ol", "dd"}
+
+
+@PROPERTY_SETTINGS
+@given(case=doc_and_sets())
+def test_html_is_the_union_of_the_rules(case: tuple[Document, frozenset[Path], frozenset[Path]]) -> None:
+    """Definition 5: GlobalCtx_HTML(P) = P ∪ title ∪ headers ∪ lists ∪ tables."""
+    doc, p, _ = case
+    union = p.union(*(global_context(doc, p, pol) for pol in (TITLE, HEADERS, LISTS, TABLES)))
+    assert global_context(doc, p, HTML) == union
+
+
+@PROPERTY_SETTINGS
+@given(case=doc_and_sets())
+def test_user_rule_keeps_the_laws(case: tuple[Document, frozenset[Path], frozenset[Path]]) -> None:
+    doc, p, bigger = case
+    policy = compose(HTML, Policy([FigureCaptionRule()]))
+    g = global_context(doc, p, policy)
+    assert p <= g <= global_context(doc, bigger, policy)
+    assert global_context(doc, g, policy) == g

@@ -1,0 +1,286 @@
+"""Sentence seeds (Section 3.1.1, Figure 2): offline Punkt, sentinels, SentPaths."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path as FsPath
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from spire_core import Document, Sentence, encode_paths, parse_html, sentences
+from spire_core.document import INLINE_TAGS, SENTENCE_BEG, SENTENCE_END
+from tests.core.strategies import html_pages, inline_html, sentence_with, tree
+
+ROOT = FsPath(__file__).resolve().parents[2]
+
+FIGURE_2 = (
+    "<html><body><section><h2>Background</h2><p>Ada Lovelace wrote the first algorithm. "
+    '<a href="https://example.org/notes">Her notes</a> described the Analytical Engine.</p>'
+    "</section></body></html>"
+)
+
+
+def texts(html: str) -> list[str]:
+    return [s.text for s in sentences(parse_html(html))]
+
+
+def _nonspace(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+# -- Figure 2 --------------------------------------------------------------------------
+def test_figure_2_tree() -> None:
+    """The sentinels annotate the paragraph without reparenting; the link stays whole."""
+    doc = parse_html(FIGURE_2)
+    p = (0, 0, 1)
+    assert tree(doc, p) == (
+        "p",
+        [
+            (SENTENCE_BEG, []),
+            "Ada Lovelace wrote the first algorithm.",
+            (SENTENCE_END, []),
+            " ",
+            (SENTENCE_BEG, []),
+            ("a", ["Her notes"]),
+            " described the Analytical Engine.",
+            (SENTENCE_END, []),
+        ],
+    )
+    assert doc.get((0, 0, 1, 5)).attrs["href"] == "https://example.org/notes"
+
+
+def test_figure_2_sentences() -> None:
+    doc = parse_html(FIGURE_2)
+    assert [s.text for s in sentences(doc)] == [
+        "Background",
+        "Ada Lovelace wrote the first algorithm.",
+        "Her notes described the Analytical Engine.",
+    ]
+    second = sentence_with(doc, "Her notes described the Analytical Engine.")
+    assert second.begin == (0, 0, 1, 4)
+    # SentPaths: both sentinels and everything whose subtree lies between them, link included
+    assert second.paths == {(0, 0, 1, 4), (0, 0, 1, 5), (0, 0, 1, 5, 0), (0, 0, 1, 6), (0, 0, 1, 7)}
+
+
+def test_segment_false_has_no_sentinels() -> None:
+    doc = parse_html(FIGURE_2, segment=False)
+    assert sentences(doc) == []
+    assert not {SENTENCE_BEG, SENTENCE_END} & {doc.get(p).tag for p in doc.paths()}
+
+
+# -- Punkt -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dr. Smith arrived at the lab early.",
+        "Use a flag, e.g. the verbose one, when debugging.",
+        "The U.S. Army built the road.",
+        "We met at 3 p.m. yesterday in the hall.",
+        "Pi is roughly 3.14 in most estimates.",
+        "Python 3.11.2 fixed the bug.",
+    ],
+)
+def test_abbreviations_and_numbers_do_not_split(text: str) -> None:
+    assert texts(f"<p>{text} The next sentence starts here.</p>") == [text, "The next sentence starts here."]
+
+
+def test_ordinary_sentences_split() -> None:
+    assert texts("<p>One thing happened. Then another! Did it? Yes.</p>") == [
+        "One thing happened.",
+        "Then another!",
+        "Did it?",
+        "Yes.",
+    ]
+
+
+def test_punkt_works_offline_with_empty_nltk_data(tmp_path: FsPath) -> None:
+    """No nltk.download: the parameters ship with the package; NLTK_DATA points at nothing.
+
+    The child runs under another hash seed than this process, so equal output also shows
+    that paths do not depend on hash randomisation.
+    """
+    page = FIGURE_2 + "<p>Dr. Who met Mr. Smith at 3 p.m. today. It rained.</p>"
+    script = (
+        "import json, nltk\n"
+        "nltk.download = None  # any download attempt would fail loudly\n"
+        "from spire_core import parse_html, sentences, encode_paths\n"
+        f"doc = parse_html({page!r})\n"
+        "print(json.dumps([[s.text, encode_paths(s.paths)] for s in sentences(doc)]))\n"
+    )
+    seed = "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"
+    env = {**os.environ, "NLTK_DATA": str(tmp_path), "PYTHONHASHSEED": seed, "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    child = json.loads(done.stdout)
+    assert child == [[s.text, encode_paths(s.paths)] for s in sentences(parse_html(page))]
+    assert [t for t, _ in child][-2:] == ["Dr. Who met Mr. Smith at 3 p.m. today.", "It rained."]
+    assert list(tmp_path.iterdir()) == []  # nothing was fetched into NLTK_DATA
+
+
+# -- inline markup ---------------------------------------------------------------------
+def test_sentence_starting_and_ending_at_a_link_edge_keeps_it_whole() -> None:
+    doc = parse_html('<p>First one. <a href="#">Whole linked sentence.</a> Last one.</p>')
+    p = doc.get((0, 0))
+    assert [doc.get(c).tag for c in p.children] == [
+        SENTENCE_BEG,
+        None,
+        SENTENCE_END,
+        None,
+        SENTENCE_BEG,
+        "a",
+        SENTENCE_END,
+        None,
+        SENTENCE_BEG,
+        None,
+        SENTENCE_END,
+    ]
+    assert tree(doc, (0, 0, 5)) == ("a", ["Whole linked sentence."])
+    linked = sentence_with(doc, "Whole linked sentence.")
+    assert {(0, 0, 5), (0, 0, 5, 0)} <= linked.paths
+
+
+def test_sentinels_leave_nested_inline_elements() -> None:
+    doc = parse_html("<p><a href='#'><em>Emphatic start</em> of it.</a> Next.</p>")
+    assert tree(doc, (0, 0)) == (
+        "p",
+        [
+            (SENTENCE_BEG, []),
+            ("a", [("em", ["Emphatic start"]), " of it."]),
+            (SENTENCE_END, []),
+            " ",
+            (SENTENCE_BEG, []),
+            "Next.",
+            (SENTENCE_END, []),
+        ],
+    )
+
+
+def test_boundary_inside_inline_element_puts_sentinels_inside() -> None:
+    """A boundary inside <em> splits its text node; the <em> keeps all its words, once."""
+    doc = parse_html("<p>He said <em>hello. Then</em> he left.</p>")
+    assert tree(doc, (0, 0)) == (
+        "p",
+        [
+            (SENTENCE_BEG, []),
+            "He said ",
+            ("em", ["hello.", (SENTENCE_END, []), " ", (SENTENCE_BEG, []), "Then"]),
+            " he left.",
+            (SENTENCE_END, []),
+        ],
+    )
+    first, second = sentences(doc)
+    assert (first.text, second.text) == ("He said hello.", "Then he left.")
+    assert (0, 0, 2) not in first.paths and (0, 0, 2) not in second.paths  # the em is in neither alone
+    assert (0, 0, 2, 0) in first.paths and (0, 0, 2, 4) in second.paths
+
+
+def test_block_inside_inline_element_ends_the_sentence_before_it() -> None:
+    """Sentences never nest: text around a block nested in a link forms sentences of its own."""
+    html = "<p>Text <a href='x'>link <div>Block in link.</div> tail</a> more.</p>"
+    assert texts(html) == ["Text link", "Block in link.", "tail more."]
+    _check_invariants(parse_html(html))
+
+
+def test_line_breaks_separate_words_and_sentences() -> None:
+    assert texts("<p>First line here.<br>Second line here.<br/>Third line</p>") == [
+        "First line here.",
+        "Second line here.",
+        "Third line",
+    ]
+    assert texts("<td>alpha<br>beta</td>") == ["alpha beta"]
+
+
+# -- blocks ----------------------------------------------------------------------------
+def test_headings_are_their_own_sentence() -> None:
+    doc = parse_html(
+        "<h2>Installation</h2><p>Run the installer. Reboot.</p>"
+        "<div><h3>No period heading</h3>loose text right after it</div>"
+    )
+    assert [s.text for s in sentences(doc)] == [
+        "Installation",
+        "Run the installer.",
+        "Reboot.",
+        "No period heading",
+        "loose text right after it",
+    ]
+
+
+def test_unsplit_blocks_are_one_sentence() -> None:
+    assert texts("<h1>A. B. C.</h1><dl><dt>Dr. X. Y.</dt><dd>One. Two.</dd></dl>") == [
+        "A. B. C.",
+        "Dr. X. Y.",
+        "One.",
+        "Two.",
+    ]
+
+
+def test_list_item_label_and_nested_list_are_separate() -> None:
+    assert texts("<ul><li>Lunch<ul><li>Sandwich</li><li>Salad</li></ul></li></ul>") == [
+        "Lunch",
+        "Sandwich",
+        "Salad",
+    ]
+
+
+def test_title_is_not_a_sentence() -> None:
+    assert texts("<html><head><title>Page title</title></head><body><p>Body.</p></body></html>") == ["Body."]
+
+
+# -- invariants ------------------------------------------------------------------------
+def _check_invariants(doc: Document) -> None:
+    ss: list[Sentence] = sentences(doc)
+    every = set(doc.paths())
+    body_text = "".join(
+        doc.get(p).text for p in doc.paths() if doc.get(p).is_text and "head" not in _tags_above(doc, p)
+    )
+    assert _nonspace("".join(s.text for s in ss)) == _nonspace(body_text)  # nothing lost, nothing doubled
+    previous: tuple[int, ...] | None = None
+    for s in ss:
+        assert s.paths <= every
+        assert doc.get(s.begin).tag == SENTENCE_BEG
+        assert s.begin in s.paths
+        ends = [p for p in s.paths if doc.get(p).tag == SENTENCE_END]
+        begs = [p for p in s.paths if doc.get(p).tag == SENTENCE_BEG]
+        assert begs == [s.begin] and len(ends) == 1
+        assert s.begin < ends[0]
+        assert previous is None or previous < s.begin
+        previous = ends[0]
+    marks = [doc.get(p).tag for p in doc.paths() if doc.get(p).tag in (SENTENCE_BEG, SENTENCE_END)]
+    assert marks == [SENTENCE_BEG, SENTENCE_END] * len(ss)  # sentences never nest or overlap
+    for p in every:
+        node = doc.get(p)
+        if node.tag in INLINE_TAGS and node.children:  # sentinels sit outside an element they start/end at
+            assert doc.get(node.children[0]).tag != SENTENCE_BEG
+            assert doc.get(node.children[-1]).tag != SENTENCE_END
+
+
+def _tags_above(doc: Document, path: tuple[int, ...]) -> set[str | None]:
+    return {doc.get(path[:k]).tag for k in range(len(path))}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inline_html())
+def test_paragraph_invariants(html: str) -> None:
+    _check_invariants(parse_html(f"<p>{html}</p>"))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(html_pages())
+def test_page_invariants(html: str) -> None:
+    doc = parse_html(html)
+    _check_invariants(doc)
+    again = parse_html(html.encode())
+    assert [encode_paths(s.paths) for s in sentences(doc)] == [encode_paths(s.paths) for s in sentences(again)]
+
+
+def test_real_page_invariants(example_pages: FsPath) -> None:
+    doc = parse_html((example_pages / "python-json.html").read_bytes())
+    _check_invariants(doc)
+    assert len(sentences(doc)) > 100
