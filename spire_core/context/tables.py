@@ -8,7 +8,7 @@ Labels, the documented rule:
 * *Header rows* are the rows of ``<thead>`` and rows made only of ``<th>``. When a table
   has no ``<th>`` and no ``<thead>`` at all, its first row is the header row (if the table
   has another row).
-* A cell's *column labels* are the header-row cells above it that cover its first column.
+* A cell's *column labels* are the header-row cells above it that cover its columns.
 * A header row below the top made of one cell across the whole table is a *group row*: it
   labels the rows under it up to the next group row (only the nearest one counts).
 * A body cell's *row label* is the nearest ``<th>`` to its left in its row. When the row
@@ -145,16 +145,17 @@ def _layout(doc: Document, table: int) -> Grid:
 
 
 def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
-    r, col = g.cells[cell][:2]
+    r, col, span = g.cells[cell][:3]
     out: list[int] = [] if g.caption is None else [g.caption]
     if r in g.group_rows:
         return out
     for hr in sorted(g.header_rows):
         if hr >= r:
             break
-        above = g.at.get((hr, col))
-        if above is not None and above != cell and above not in out:
-            out.append(above)
+        for c in range(col, col + span):
+            above = g.at.get((hr, c))
+            if above is not None and above != cell and above not in out:
+                out.append(above)
     groups = [gr for gr in g.group_rows if gr < r]
     if groups and r not in g.header_rows:
         out.append(g.at[(max(groups), 0)])

@@ -232,7 +232,7 @@ TABLE_PAGE = """<html><body>
         ("Eleven", ["Fruit sales", "Fruit", "Units", "Apples"]),
         ("Dear", ["Fruit sales", "Fruit", "Price", "Apples"]),
         ("Mid", ["Fruit sales", "Fruit", "Price", "Pears"]),  # after a colspan=2 cell
-        ("No data", ["Fruit sales", "Fruit", "Quarter", "Pears"]),  # spanning cell: header over its first column
+        ("No data", ["Fruit sales", "Fruit", "Quarter", "Units", "Pears"]),  # spanning cell: headers over its columns
         ("Units", ["Fruit sales"]),  # a header cell: only the caption (no header above it)
         # no th anywhere: first row = column labels, first column = row labels
         ("Forty", ["Name", "Age", "Bob"]),
