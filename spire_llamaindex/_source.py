@@ -1,0 +1,157 @@
+"""Source pages: identity, parsing and the parsed-document cache shared by parser, retriever and filter."""
+
+from __future__ import annotations
+
+import html as html_lib
+import logging
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from llama_index.core.schema import BaseNode, MetadataMode
+from llama_index.core.storage.docstore.types import BaseDocumentStore
+
+from spire_core import Document, DocumentCache, Path, SpireError, encode_paths, is_html, parse_page, parse_text
+from spire_core.decoding import DEFAULT_MAX_BYTES, decode
+
+log = logging.getLogger("spire_llamaindex")
+
+#: Namespace of SPIRE node ids: ``uuid5(NAMESPACE, "doc_id#encoded-paths")`` (a citation key).
+NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/llamaindex")
+
+DOC_ID = "spire_doc_id"
+PATHS = "spire_paths"
+BEGIN = "spire_begin"
+SEEDS = "spire_seeds"
+COST = "spire_cost"
+CITATIONS = "citations"
+FILTER = "spire_filter"
+#: Metadata keys SPIRE writes; hidden from the embedded and the LLM-visible text.
+SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, SEEDS, COST, CITATIONS, FILTER)
+
+_MIME_KEYS = ("file_type", "mime_type", "mimetype", "content_type")
+
+
+def node_id(doc_id: str, paths: Iterable[Path], kind: str = "") -> str:
+    """Deterministic id of a path set of ``doc_id`` (re-indexing a page replaces, never duplicates)."""
+    return str(uuid.uuid5(NAMESPACE, f"{kind}{doc_id}#{encode_paths(paths)}"))
+
+
+def says_plain_text(metadata: Mapping[str, Any] | None) -> bool:
+    """Whether a source's metadata (``file_type``, ``mime_type``, ...) says ``text/plain``."""
+    return any(str((metadata or {}).get(key) or "").lower().startswith("text/plain") for key in _MIME_KEYS)
+
+
+def is_plain_text(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
+    """Whether a source is read as plain text: its metadata says ``text/plain``, or it holds no
+    HTML tag (:func:`spire_core.is_html`, the test :func:`spire_core.parse_page` applies)."""
+    return says_plain_text(metadata) or not is_html(text)
+
+
+def plain_text_markup(text: str) -> str:
+    """The page :func:`spire_core.parse_text` builds for ``text``: what the cache re-parses for a
+    source whose metadata says ``text/plain`` although it holds tags.
+
+    ``tests/llamaindex/test_parser.py`` checks that both give the same paths.
+    """
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
+    return "<html><body>" + "".join(f"<p>{html_lib.escape(b)}</p>" for b in blocks) + "</body></html>"
+
+
+def named(err: SpireError, doc_id: str) -> SpireError:
+    """``err`` (same class) with its message prefixed by the document id and ``err.doc_id`` set."""
+    prefix = f"document {doc_id!r}: "
+    message = str(err)
+    if not message.startswith(prefix):
+        err.args = (prefix + message, *err.args[1:])
+    err.doc_id = doc_id  # type: ignore[attr-defined]
+    return err
+
+
+def parse_source(
+    text: str,
+    doc_id: str,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    boilerplate: bool = True,
+) -> Document:
+    """Parse a source page with :func:`spire_core.parse_page` (HTML, else paragraphs of plain
+    text), or with ``parse_text`` when its metadata says ``text/plain``.
+
+    Raises the :class:`~spire_core.SpireError` subclass of the failure (``NotHTMLError``,
+    ``DocumentTooLargeError``, ...) with the document id in its message and ``doc_id`` attribute.
+    """
+    try:
+        if says_plain_text(metadata):
+            decode(text, max_bytes=max_bytes)  # binary data and oversized input fail here
+            return parse_text(text, doc_id=doc_id)
+        return parse_page(text, doc_id=doc_id, max_bytes=max_bytes, boilerplate=boilerplate)
+    except SpireError as err:
+        raise named(err, doc_id) from None
+
+
+def source_text(node: BaseNode) -> str:
+    """The stored text of a source node (the page's HTML)."""
+    text = getattr(node, "text", None)
+    return text if isinstance(text, str) else node.get_content(metadata_mode=MetadataMode.NONE)
+
+
+class MissingSourceError(SpireError, LookupError):
+    """A retrieved node's source page is not in the docstore."""
+
+
+class SourceDocuments:
+    """Source pages by document id: read from a LlamaIndex docstore, parsed once (bounded LRU).
+
+    A page whose hash in the docstore changed since it was parsed is parsed again.
+    """
+
+    def __init__(
+        self,
+        docstore: BaseDocumentStore,
+        *,
+        maxsize: int = 64,
+        boilerplate: bool = True,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.docstore = docstore
+        self.cache = DocumentCache(
+            self._load,
+            maxsize=maxsize,
+            boilerplate=boilerplate,
+            max_bytes=max_bytes,
+        )
+        self._hashes: dict[str, str | None] = {}
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and self.docstore.document_exists(doc_id)
+
+    def __call__(self, doc_id: str) -> Document:
+        """The parsed page ``doc_id``; raises :class:`MissingSourceError` when it is not stored."""
+        current = self.docstore.get_document_hash(doc_id)
+        if doc_id in self._hashes and self._hashes[doc_id] != current:
+            self.cache.invalidate(doc_id)
+        self._hashes[doc_id] = current
+        try:
+            return self.cache(doc_id)
+        except SpireError as err:
+            raise named(err, doc_id) from None
+
+    def node(self, doc_id: str) -> BaseNode:
+        """The stored source node (a LlamaIndex ``Document``) of ``doc_id``."""
+        node = self.docstore.get_document(doc_id, raise_error=False)
+        if node is None:
+            raise MissingSourceError(
+                f"document {doc_id!r}: the source page is not in the docstore: store the source Documents "
+                "(SpireRetriever.from_documents and spire_llamaindex.build_index do; with an "
+                "IngestionPipeline pass docstore=... and give the retriever that docstore)"
+            )
+        return node
+
+    def _load(self, doc_id: str) -> str:
+        node = self.node(doc_id)
+        text = source_text(node)
+        # parse_page (the cache's parser) reads text without tags as paragraphs by itself
+        return plain_text_markup(text) if says_plain_text(node.metadata) and is_html(text) else text

@@ -1,0 +1,275 @@
+"""The ``spire`` command: index a folder of HTML pages, query it, highlight a citation in its page.
+
+    spire index PAGES_DIR --store DIR
+    spire query --store DIR "question" [--budget N] [--llm-base-url URL --llm-model NAME] [--json]
+    spire show --store DIR 'DOC_ID#PATHS' --out FILE.html
+
+Everything runs offline with the packaged embedding model. Exit codes: 0 success, 1 some
+pages could not be indexed (the others were), 2 usage or input error (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import NodeWithScore
+
+    from spire_core import Citation
+
+PROG = "spire"
+
+
+class UsageError(Exception):
+    """A problem with the command line or its inputs: reported on one line, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="SPIRE: structure-preserving retrieval of evidence from HTML"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    index = sub.add_parser("index", help="index every *.html under PAGES_DIR (re-running updates changed pages)")
+    index.add_argument("pages", metavar="PAGES_DIR", type=Path)
+    index.add_argument("--store", required=True, type=Path, help="store folder (created if needed)")
+    index.add_argument("--unit", choices=["sentence", "block"], default="sentence", help="seed unit")
+    index.add_argument("--no-global-context", action="store_true", help="embed bare sentences (ablation)")
+    index.add_argument("--rebuild", action="store_true", help="discard what the store holds and index afresh")
+    index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
+
+    query = sub.add_parser("query", help="retrieve cited evidence for a question")
+    query.add_argument("--store", required=True, type=Path)
+    query.add_argument("question")
+    query.add_argument("--budget", type=int, default=1000, help="token budget of the result (default 1000)")
+    query.add_argument("--top-k", type=int, default=32, help="sentence hits searched first (default 32)")
+    query.add_argument("--llm-base-url", help="OpenAI-compatible server for the evidence filter")
+    query.add_argument("--llm-model", help="model name on that server")
+    query.add_argument("--llm-api-key", default=os.environ.get("SPIRE_LLM_API_KEY", "unused"))
+    query.add_argument("--llm-timeout", type=float, default=60.0, help="seconds (default 60)")
+    query.add_argument("--json", action="store_true", help="print JSON")
+
+    show = sub.add_parser("show", help="write a page with citations highlighted")
+    show.add_argument("--store", required=True, type=Path)
+    show.add_argument("citations", metavar="CITATION_ID", nargs="+", help="DOC_ID#PATHS as printed by `spire query`")
+    show.add_argument("--out", required=True, type=Path, help="HTML file to write")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``spire`` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, format=f"{PROG}: %(levelname)s: %(message)s")
+    from spire_core import SpireError
+
+    try:
+        if args.command == "index":
+            return _index(args)
+        if args.command == "query":
+            return _query(args)
+        return _show(args)
+    except (UsageError, SpireError) as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+
+
+# -- index --------------------------------------------------------------------------------
+def _index(args: argparse.Namespace) -> int:
+    from spire_core import SpireError
+
+    from .defaults import MANIFEST, StoreError, default_embed_model, load_store, parser_settings, save_store
+    from .index import build_index, html_files, read_page, remove_documents, update_index
+    from .parser import SpireNodeParser
+
+    pages: Path = args.pages
+    if not pages.is_dir():
+        raise UsageError(f"pages folder {str(pages)!r} does not exist or is not a folder")
+    files = html_files(pages)
+    if not files:
+        raise UsageError(f"no *.html files under {str(pages)!r}")
+    store: Path = args.store
+    exists = (store / MANIFEST).is_file()
+    if store.exists() and not store.is_dir():
+        raise UsageError(f"--store {str(store)!r} is a file, not a folder")
+    if not exists and store.is_dir() and any(store.iterdir()):
+        raise UsageError(f"--store {str(store)!r} is a non-empty folder that is not a SPIRE store: choose another")
+    parser = SpireNodeParser(unit=args.unit, include_global_context=not args.no_global_context)
+
+    failed: dict[str, str] = {}
+    documents = []
+    for path in files:
+        try:
+            documents.append(read_page(path, pages, max_bytes=parser.max_bytes))
+        except SpireError as err:
+            failed[path.relative_to(pages).as_posix()] = str(err)
+    progress = not args.quiet
+    embed = default_embed_model()
+    previous: list[str] = []
+    if exists and not args.rebuild:
+        opened = load_store(store, embed_model=embed)
+        if parser_settings(opened.parser) != parser_settings(parser):
+            raise StoreError(
+                f"the store at {str(store)!r} was built with other settings ({parser_settings(opened.parser)}): "
+                "use --rebuild or another --store"
+            )
+        previous = list(opened.manifest.get("documents", []))
+        index = opened.index
+        report = update_index(index, documents, parser=parser, show_progress=progress, errors="skip")
+        current = {d.node_id for d in documents}
+        removed = remove_documents(index, [d for d in previous if d not in current and d not in failed])
+    else:
+        if exists:  # --rebuild: start from an empty store
+            for name in os.listdir(store):
+                if name.endswith(".json"):
+                    (store / name).unlink()
+        index = build_index([], parser=parser, embed_model=embed, show_progress=progress)
+        report = update_index(index, documents, parser=parser, show_progress=progress, errors="skip")
+        removed = []
+    failed.update(report.failed)
+    kept = set(report.added) | set(report.updated) | set(report.unchanged)
+    kept |= {d for d in previous if d in failed}  # an unreadable new version keeps the old one
+    if not kept:
+        for doc_id, reason in sorted(failed.items()):
+            print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
+        raise UsageError(f"none of the {len(files)} page(s) under {str(pages)!r} could be read")
+    nodes = len(index.index_struct.nodes_dict)
+    save_store(store, index, parser, sorted(kept), extra={"pages_dir": str(pages.resolve()), "nodes": nodes})
+    print(
+        f"indexed {len(kept)} page(s), {nodes} sentence nodes, into {store}: "
+        f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
+        f"{len(removed)} removed, {len(failed)} skipped"
+    )
+    for doc_id in report.empty:
+        print(f"{PROG}: warning: {doc_id} has no text (stored, nothing to search)", file=sys.stderr)
+    for doc_id, reason in sorted(failed.items()):
+        print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+# -- query --------------------------------------------------------------------------------
+def _citation_json(cit: Citation) -> dict[str, Any]:
+    return {"id": cit.key(), **cit.to_dict()}
+
+
+def _query(args: argparse.Namespace) -> int:
+    from .defaults import load_store, read_manifest
+    from .retriever import citations_of
+
+    if args.budget <= 0 or args.top_k <= 0:
+        raise UsageError("--budget and --top-k must be positive")
+    if bool(args.llm_base_url) != bool(args.llm_model):
+        raise UsageError("--llm-base-url and --llm-model go together")
+    read_manifest(args.store)  # a clear error before the model loads
+    store = load_store(args.store)
+    retriever = store.retriever(budget=args.budget, similarity_top_k=args.top_k)
+    nodes: list[NodeWithScore] = retriever.retrieve(args.question)
+    report: dict[str, Any] | None = None
+    if args.llm_base_url:
+        from llama_index.llms.openai_like import OpenAILike
+
+        from .postprocessor import SpireEvidenceFilter
+
+        llm = OpenAILike(
+            api_base=args.llm_base_url,
+            model=args.llm_model,
+            api_key=args.llm_api_key,
+            is_chat_model=True,
+            timeout=args.llm_timeout,
+            max_retries=0,
+        )
+        nodes = SpireEvidenceFilter(llm, retriever).postprocess_nodes(nodes, query_str=args.question)
+        reports = [n.node.metadata.get("spire_filter") for n in nodes]
+        report = next((r for r in reports if r), {"ok": True, "labels": [], "unknown": [], "error": None})
+        if not report["ok"]:
+            print(f"{PROG}: warning: evidence filter failed ({report['error']}): unfiltered citations", file=sys.stderr)
+    results: list[dict[str, Any]] = []
+    for n in nodes:
+        meta = n.node.metadata
+        results.append(
+            {
+                "doc_id": meta.get("spire_doc_id"),
+                "score": n.score,
+                "cost": meta.get("spire_cost"),
+                "paths": meta.get("spire_paths"),
+                "text": n.node.get_content(),
+                "citations": [_citation_json(c) for c in citations_of(n)],
+            }
+        )
+    if args.json:
+        payload = {"query": args.question, "budget": args.budget, "results": results, "filter": report}
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return 0
+    if not results:
+        print("no evidence found")
+    for i, res in enumerate(results, 1):
+        counts = f"{res['cost']} tokens, {len(res['citations'])} citations"
+        print(f"[{i}] {res['doc_id']}  (score {res['score']:.3f}, {counts})")
+        for cit in res["citations"]:
+            score = f"  (score {cit['score']:.3f})" if cit.get("score") is not None else ""
+            print(f"  citation {cit['id']}{score}")
+            print("    " + cit["text"].replace("\n", "\n    "))
+        print()
+    if results:
+        print(f"highlight one: {PROG} show --store {args.store} 'CITATION_ID' --out page.html")
+    return 0
+
+
+# -- show ---------------------------------------------------------------------------------
+def _show(args: argparse.Namespace) -> int:
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from spire_core import Citation, PathFormatError, UnknownPathError, decode_paths, highlight
+
+    from ._source import SourceDocuments, is_plain_text, plain_text_markup, source_text
+    from .defaults import read_manifest
+
+    citations = []
+    for key in args.citations:
+        doc_id, sep, encoded = key.rpartition("#")
+        if not sep or not doc_id or not encoded:
+            raise UsageError(f"not a citation id: {key!r} (expected DOC_ID#PATHS as printed by `spire query`)")
+        try:
+            citations.append(Citation(doc_id, decode_paths(encoded), ""))
+        except PathFormatError as err:
+            raise UsageError(f"not a citation id: {key!r} ({err})") from None
+    doc_ids = sorted({c.doc_id for c in citations})
+    if len(doc_ids) > 1:
+        raise UsageError(f"citations from several pages ({', '.join(doc_ids)}): give one page's citations at a time")
+    read_manifest(args.store)
+    docstore = SimpleDocumentStore.from_persist_dir(str(args.store))
+    sources = SourceDocuments(docstore)
+    doc_id = doc_ids[0]
+    if doc_id not in sources:
+        raise UsageError(f"page {doc_id!r} is not in the store at {str(args.store)!r}")
+    doc = sources(doc_id)
+    for cit in citations:
+        try:
+            doc.indices(cit.paths)
+        except UnknownPathError:
+            raise UsageError(f"citation {cit.key()!r} is not in page {doc_id!r} (re-indexed since?)") from None
+    node = sources.node(doc_id)
+    text = source_text(node)
+    page = highlight(plain_text_markup(text) if is_plain_text(text, node.metadata) else text, citations, doc_id=doc_id)
+    out: Path = args.out
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot write {str(out)!r}: {err.strerror or err}") from None
+    print(f"wrote {out}: {len(citations)} citation(s) highlighted in {doc_id}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

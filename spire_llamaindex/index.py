@@ -1,0 +1,171 @@
+"""Building and updating a VectorStoreIndex of SPIRE seeds, with the source pages in its docstore."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from llama_index.core.indices.utils import embed_nodes
+from llama_index.core.indices.vector_store.base import VectorStoreIndex
+from llama_index.core.schema import BaseNode, Document, MetadataMode
+from llama_index.core.storage.docstore.types import BaseDocumentStore
+from llama_index.core.storage.storage_context import StorageContext
+from tqdm.auto import tqdm
+
+from spire_core import SpireError
+from spire_core.decoding import DEFAULT_MAX_BYTES, decode
+
+from ._source import log, named
+from .parser import SpireNodeParser
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+
+#: Metadata key of a page's path relative to the folder it was read from.
+SOURCE_KEY = "source"
+
+
+@dataclass
+class IndexUpdate:
+    """What :func:`update_index` did, by document id."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    #: pages that could not be read: document id -> one-line reason (their old version is kept)
+    failed: dict[str, str] = field(default_factory=dict)
+    #: pages with no text (stored, but without nodes)
+    empty: list[str] = field(default_factory=list)
+    nodes: int = 0
+
+
+def store_sources(docstore: BaseDocumentStore, documents: Iterable[BaseNode]) -> None:
+    """Keep the source pages (their HTML) in ``docstore`` under their ids, for re-rendering at query time."""
+    docstore.add_documents(list(documents), allow_update=True, store_text=True)
+
+
+def build_index(
+    documents: Sequence[BaseNode],
+    *,
+    parser: SpireNodeParser | None = None,
+    embed_model: BaseEmbedding | None = None,
+    storage_context: StorageContext | None = None,
+    show_progress: bool = False,
+    errors: Literal["raise", "skip"] = "raise",
+) -> VectorStoreIndex:
+    """A new ``VectorStoreIndex`` of the SPIRE seeds of ``documents``, sources stored in its docstore.
+
+    ``embed_model`` defaults to the packaged all-MiniLM-L6-v2 (offline). See :func:`update_index`
+    for ``errors``.
+    """
+    parser = parser or SpireNodeParser()
+    if embed_model is None:
+        from .defaults import default_embed_model
+
+        embed_model = default_embed_model()
+    index = VectorStoreIndex(
+        nodes=[],
+        storage_context=storage_context or StorageContext.from_defaults(),
+        embed_model=embed_model,
+        transformations=[parser],
+        show_progress=show_progress,
+    )
+    if documents:
+        update_index(index, documents, parser=parser, show_progress=show_progress, errors=errors)
+    return index
+
+
+def update_index(
+    index: VectorStoreIndex,
+    documents: Sequence[BaseNode],
+    *,
+    parser: SpireNodeParser | None = None,
+    show_progress: bool = False,
+    errors: Literal["raise", "skip"] = "raise",
+) -> IndexUpdate:
+    """Add new pages and replace changed ones (by document id and hash); unchanged pages are skipped.
+
+    A changed page's nodes are deleted from the vector store and the docstore before its new
+    nodes are inserted, so the index never holds two versions. A page that cannot be parsed
+    raises (``errors="raise"``) or is reported in :attr:`IndexUpdate.failed` with its old
+    version kept (``errors="skip"``).
+    """
+    parser = parser or SpireNodeParser()
+    docstore = index.docstore
+    report = IndexUpdate()
+    parsed: list[tuple[BaseNode, list[BaseNode], bool]] = []
+    for doc in tqdm(documents, desc="Parsing pages", unit="page", disable=not show_progress):
+        old = docstore.get_document_hash(doc.node_id)
+        if old is not None and old == doc.hash and docstore.document_exists(doc.node_id):
+            report.unchanged.append(doc.node_id)
+            continue
+        try:
+            nodes = parser.get_nodes_from_documents([doc])
+        except SpireError as err:
+            if errors == "raise":
+                raise
+            report.failed[doc.node_id] = str(err)
+            continue
+        if not nodes:
+            report.empty.append(doc.node_id)
+        parsed.append((doc, nodes, old is not None))
+    nodes = [n for _, ns, _ in parsed for n in ns]
+    if nodes:  # embed before deleting anything: a failure here leaves the index as it was
+        # in length order, so that each batch pads little (about a third faster on CPU)
+        by_length = sorted(nodes, key=lambda n: len(n.get_content(metadata_mode=MetadataMode.EMBED)))
+        vectors = embed_nodes(by_length, index._embed_model, show_progress=show_progress)
+        for node in nodes:
+            node.embedding = vectors[node.node_id]
+    for doc, _, existed in parsed:
+        if existed:
+            index.delete_ref_doc(doc.node_id, delete_from_docstore=True)
+            docstore.delete_document(doc.node_id, raise_error=False)
+            report.updated.append(doc.node_id)
+        else:
+            report.added.append(doc.node_id)
+    if nodes:
+        index.insert_nodes(nodes)
+    store_sources(docstore, [doc for doc, _, _ in parsed])
+    report.nodes = len(nodes)
+    return report
+
+
+def remove_documents(index: VectorStoreIndex, doc_ids: Iterable[str]) -> list[str]:
+    """Delete pages (their nodes and their stored source); returns the ids that were present."""
+    removed = []
+    for doc_id in doc_ids:
+        if index.docstore.document_exists(doc_id) or index.docstore.get_ref_doc_info(doc_id) is not None:
+            removed.append(doc_id)
+        index.delete_ref_doc(doc_id, delete_from_docstore=True)
+        index.docstore.delete_document(doc_id, raise_error=False)
+    return removed
+
+
+def html_files(folder: str | Path) -> list[Path]:
+    """Every ``*.html``/``*.htm`` file under ``folder`` (recursively), sorted."""
+    root = Path(folder)
+    return sorted(p for p in root.rglob("*") if p.suffix.lower() in (".html", ".htm") and p.is_file())
+
+
+def read_page(path: str | Path, root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """A LlamaIndex ``Document`` for an HTML file: id = path relative to ``root`` (POSIX), text = decoded HTML.
+
+    Bytes are decoded as the page declares (BOM, ``<meta charset>``, else UTF-8). Raises the
+    :mod:`spire_core.errors` exception (naming the page) for binary or oversized files.
+    """
+    path, root = Path(path), Path(root)
+    doc_id = path.relative_to(root).as_posix()
+    try:
+        decoded = decode(path.read_bytes(), max_bytes=max_bytes)
+    except SpireError as err:
+        raise named(err, doc_id) from None
+    if decoded.replaced:
+        log.warning("document %r: %d invalid %s byte sequence(s) replaced", doc_id, decoded.replaced, decoded.encoding)
+    return Document(
+        id_=doc_id,
+        text=decoded.text,
+        metadata={SOURCE_KEY: doc_id},
+        excluded_embed_metadata_keys=[SOURCE_KEY],
+    )

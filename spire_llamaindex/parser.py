@@ -1,0 +1,125 @@
+"""SpireNodeParser: HTML Documents in, one TextNode per sentence seed out."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from llama_index.core.bridge.pydantic import Field, field_serializer
+from llama_index.core.node_parser import NodeParser
+from llama_index.core.schema import BaseNode, Document, NodeRelationship, TextNode
+from llama_index.core.utils import get_tqdm_iterable
+
+from spire_core import HTML, NONE, Policy, SpireError, encode_paths, seeds
+from spire_core.decoding import DEFAULT_MAX_BYTES
+
+from ._source import BEGIN, DOC_ID, PATHS, SPIRE_KEYS, log, node_id, parse_source, source_text
+
+
+class SpireNodeParser(NodeParser):
+    """Split HTML Documents into SPIRE sentence seeds (drop-in for ``SentenceSplitter``/``HTMLNodeParser``).
+
+    Each node's text is the sentence (or block, ``unit="block"``) rendered with its global
+    context (title, active headings, list labels, table row/column labels); its identity is
+    the seed path set, kept in metadata (``spire_doc_id``, ``spire_paths``, ``spire_begin``)
+    and hidden from the embedded and LLM-visible text. Node ids are deterministic
+    (``uuid5`` of the document id and the seed paths), and each node points to its source
+    Document (``NodeRelationship.SOURCE``), so an ``IngestionPipeline`` with a docstore and
+    the ``upserts`` strategy replaces a changed page's nodes instead of duplicating them.
+
+    The document id is ``Document.id_``: keep the source Documents in a docstore under it
+    (the retriever re-renders from the source). Text without HTML tags, or with metadata
+    saying ``text/plain``, is read as paragraphs (:func:`spire_core.parse_text`).
+
+    Errors: a document that is not HTML (binary data such as a PDF) or over ``max_bytes``
+    raises the :mod:`spire_core.errors` exception with the document id in its message (and
+    ``err.doc_id``); nothing is dropped silently. A page without text gives no nodes and a
+    warning naming it.
+    """
+
+    policy: Policy = Field(default=HTML, description="Global-context policy (spire_core.HTML by default).")
+    unit: Literal["sentence", "block"] = Field(default="sentence", description="Seed unit: sentence or block leaf.")
+    include_global_context: bool = Field(default=True, description="False: embed the bare unit (policy NONE).")
+    fmt: Literal["markdown", "text"] = Field(default="markdown", description="Rendering of node text.")
+    boilerplate: bool = Field(default=True, description="Drop site chrome (navigation, footers, ...).")
+    max_bytes: int = Field(default=DEFAULT_MAX_BYTES, description="Largest page accepted (bytes).")
+
+    @field_serializer("policy")
+    def _policy_name(self, policy: Policy) -> str:
+        return policy.name
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SpireNodeParser"
+
+    @property
+    def effective_policy(self) -> Policy:
+        """The policy node texts are rendered with (``NONE`` without global context)."""
+        return self.policy if self.include_global_context else NONE
+
+    def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        out: list[BaseNode] = []
+        for node in get_tqdm_iterable(nodes, show_progress, "Parsing pages"):
+            out.extend(self.parse_node(node))
+        return out
+
+    def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
+        # Metadata and relationships are set in parse_node; character offsets into the HTML
+        # would be meaningless for rendered text (and costly to search on large pages).
+        return nodes
+
+    def parse_node(self, source: BaseNode) -> list[TextNode]:
+        """The seed nodes of one source Document (raises a SpireError naming it when unreadable)."""
+        doc_id = source.node_id
+        try:
+            doc = parse_source(
+                source_text(source),
+                doc_id,
+                source.metadata,
+                max_bytes=self.max_bytes,
+                boilerplate=self.boilerplate,
+            )
+        except SpireError as err:
+            log.error("SpireNodeParser: %s", err)
+            raise
+        except Exception as err:
+            err.add_note(f"while parsing document {doc_id!r}")
+            raise
+        for warning in doc.warnings:
+            log.warning("document %r: %s", doc_id, warning)
+        units = seeds(doc, policy=self.effective_policy, fmt=self.fmt, unit=self.unit)
+        if not units:
+            log.warning("document %r has no text to index: no nodes", doc_id)
+            return []
+        base = dict(source.metadata) if self.include_metadata else {}
+        for key in SPIRE_KEYS:
+            base.pop(key, None)
+        embed_hidden = [*source.excluded_embed_metadata_keys, *SPIRE_KEYS]
+        llm_hidden = [*source.excluded_llm_metadata_keys, *SPIRE_KEYS]
+        relationships = {NodeRelationship.SOURCE: source.as_related_node_info()}
+        out: list[TextNode] = []
+        for seed in units:
+            out.append(
+                TextNode(
+                    id_=node_id(doc_id, seed.paths),
+                    text=seed.text,
+                    metadata={
+                        **base,
+                        DOC_ID: doc_id,
+                        PATHS: encode_paths(seed.paths),
+                        BEGIN: encode_paths([seed.begin]),
+                    },
+                    excluded_embed_metadata_keys=list(embed_hidden),
+                    excluded_llm_metadata_keys=list(llm_hidden),
+                    metadata_separator=source.metadata_separator,
+                    metadata_template=source.metadata_template,
+                    text_template=getattr(source, "text_template", TextNode.model_fields["text_template"].default),
+                    relationships=dict(relationships),
+                )
+            )
+        if self.include_prev_next_rel:
+            for prev, nxt in itertools.pairwise(out):
+                prev.relationships[NodeRelationship.NEXT] = nxt.as_related_node_info()
+                nxt.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
+        return out

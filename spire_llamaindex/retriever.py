@@ -1,0 +1,313 @@
+"""SpireRetriever: sentence hits from a vector index, merged per document under a token budget."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.indices.vector_store.base import VectorStoreIndex
+from llama_index.core.schema import (
+    BaseNode,
+    NodeRelationship,
+    NodeWithScore,
+    ObjectType,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
+from llama_index.core.storage.docstore.types import BaseDocumentStore
+
+from spire_core import HTML, Citation, Hit, Policy, SpireError, Subdocument, aggregate, decode_paths, encode_paths
+from spire_core.size import SizeFn, default_size
+
+from ._source import (
+    CITATIONS,
+    COST,
+    DOC_ID,
+    PATHS,
+    SEEDS,
+    SPIRE_KEYS,
+    MissingSourceError,
+    SourceDocuments,
+    log,
+    node_id,
+)
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.storage.storage_context import StorageContext
+
+    from .parser import SpireNodeParser
+
+#: What the sentence search is built from: an index (grown by ``similarity_top_k``), a
+#: factory ``k -> retriever``, or any retriever (used as one ranked list).
+SentenceSearch = VectorStoreIndex | BaseRetriever | Callable[[int], BaseRetriever]
+
+
+def as_sources(source: SourceDocuments | BaseDocumentStore | Any) -> SourceDocuments:
+    """A :class:`SourceDocuments` from a docstore, a :class:`SpireRetriever` or one itself."""
+    if isinstance(source, SourceDocuments):
+        return source
+    if isinstance(source, SpireRetriever):
+        return source.sources
+    if isinstance(source, BaseDocumentStore):
+        return SourceDocuments(source)
+    raise TypeError(f"expected a docstore, a SpireRetriever or SourceDocuments, not {type(source).__name__}")
+
+
+def citations_of(node: BaseNode | NodeWithScore) -> list[Citation]:
+    """The citations a SPIRE result node carries (``metadata["citations"]``); empty for other nodes."""
+    if isinstance(node, NodeWithScore):
+        node = node.node
+    return [Citation.from_dict(c) for c in node.metadata.get(CITATIONS) or ()]
+
+
+def subdocument_of(node: NodeWithScore) -> Subdocument | None:
+    """The :class:`spire_core.Subdocument` a SPIRE result node stands for (None for other nodes)."""
+    meta = node.node.metadata
+    if DOC_ID not in meta or SEEDS not in meta:
+        return None
+    return Subdocument(
+        doc_id=str(meta[DOC_ID]),
+        seeds=decode_paths(meta[SEEDS]),
+        paths=decode_paths(meta.get(PATHS, "")),
+        text=node.node.get_content(),
+        cost=int(meta.get(COST, 0)),
+        score=float(node.score or 0.0),
+        citations=citations_of(node),
+    )
+
+
+def result_node(
+    sub: Subdocument,
+    source: BaseNode | None,
+    *,
+    source_hash: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> NodeWithScore:
+    """A LlamaIndex node for one SPIRE result (merged rendering, citations in metadata)."""
+    meta = {k: v for k, v in (source.metadata if source is not None else {}).items() if k not in SPIRE_KEYS}
+    meta.update(
+        {
+            DOC_ID: sub.doc_id,
+            PATHS: encode_paths(sub.paths),
+            SEEDS: encode_paths(sub.seeds),
+            COST: sub.cost,
+            CITATIONS: [c.to_dict() for c in sub.citations],
+            **(extra or {}),
+        }
+    )
+    hidden_embed = [*(source.excluded_embed_metadata_keys if source is not None else ()), *SPIRE_KEYS]
+    hidden_llm = [*(source.excluded_llm_metadata_keys if source is not None else ()), *SPIRE_KEYS]
+    related = RelatedNodeInfo(
+        node_id=sub.doc_id,
+        node_type=source.get_type() if source is not None else ObjectType.DOCUMENT,
+        hash=source_hash,
+    )
+    node = TextNode(
+        id_=node_id(sub.doc_id, sub.paths, kind="result:"),
+        text=sub.text,
+        metadata=meta,
+        excluded_embed_metadata_keys=hidden_embed,
+        excluded_llm_metadata_keys=hidden_llm,
+        relationships={NodeRelationship.SOURCE: related},
+    )
+    return NodeWithScore(node=node, score=sub.score)
+
+
+@dataclasses.dataclass
+class _Call:
+    """Bookkeeping of one retrieval: hits skipped and why."""
+
+    hits: int = 0
+    missing: set[str] = dataclasses.field(default_factory=set)
+    foreign: int = 0
+
+
+class SpireRetriever(BaseRetriever):
+    """Vector search over sentence seeds, aggregated per document under a token budget.
+
+    ``index`` holds the nodes of :class:`~spire_llamaindex.SpireNodeParser`: a
+    ``VectorStoreIndex`` (searched with ``similarity_top_k`` hits first, doubled while the
+    result stays under the budget), a factory ``k -> retriever``, or any retriever (its
+    results are one ranked list). ``docstore`` holds the source Documents (the HTML) under
+    their ids; by default the index's own docstore. Each result is one node per document:
+    its text is the merged rendering (charged against ``budget`` with ``size``), its score
+    the best hit's, and ``metadata["citations"]`` one :class:`spire_core.Citation` dict per
+    admitted sentence. SPIRE metadata is hidden from the LLM-visible text.
+
+    Hits whose source page is missing from the docstore are skipped with an ERROR log;
+    :class:`MissingSourceError` is raised when no hit has its source.
+    """
+
+    def __init__(
+        self,
+        index: SentenceSearch,
+        docstore: BaseDocumentStore | SourceDocuments | None = None,
+        *,
+        budget: int = 1000,
+        size: SizeFn | None = None,
+        policy: Policy = HTML,
+        fmt: str = "markdown",
+        similarity_top_k: int = 32,
+        max_rounds: int = 4,
+        fill: float = 0.9,
+        cache_size: int = 64,
+        retriever_kwargs: dict[str, Any] | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        if docstore is None:
+            if not isinstance(index, VectorStoreIndex):
+                raise TypeError("give the docstore that holds the source Documents")
+            docstore = index.docstore
+        self.index = index
+        self.sources = (
+            docstore if isinstance(docstore, SourceDocuments) else SourceDocuments(docstore, maxsize=cache_size)
+        )
+        self.budget = budget
+        self.size: SizeFn = size or default_size()
+        self.policy = policy
+        self.fmt = fmt
+        self.similarity_top_k = similarity_top_k
+        self.max_rounds = max_rounds
+        self.fill = fill
+        self.retriever_kwargs = dict(retriever_kwargs or {})
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[BaseNode],
+        *,
+        embed_model: BaseEmbedding | None = None,
+        storage_context: StorageContext | None = None,
+        parser: SpireNodeParser | None = None,
+        show_progress: bool = False,
+        **kwargs: Any,
+    ) -> SpireRetriever:
+        """Parse ``documents`` (HTML), embed their seeds (the packaged model by default), store the sources."""
+        from .index import build_index
+        from .parser import SpireNodeParser
+
+        parser = parser or SpireNodeParser()
+        index = build_index(
+            documents,
+            parser=parser,
+            embed_model=embed_model,
+            storage_context=storage_context,
+            show_progress=show_progress,
+        )
+        kwargs.setdefault("policy", parser.effective_policy)
+        kwargs.setdefault("fmt", parser.fmt)
+        return cls(index, **kwargs)
+
+    # -- the sentence search -----------------------------------------------------------
+    def _retriever(self, k: int) -> BaseRetriever:
+        if isinstance(self.index, VectorStoreIndex):
+            return self.index.as_retriever(similarity_top_k=k, **self.retriever_kwargs)
+        if isinstance(self.index, BaseRetriever):
+            return self.index
+        return self.index(k)
+
+    def _hits(self, nodes: Sequence[NodeWithScore], call: _Call) -> list[Hit]:
+        hits: list[Hit] = []
+        present: dict[str, bool] = {}
+        for n in nodes:
+            meta = n.node.metadata
+            doc_id, paths = meta.get(DOC_ID), meta.get(PATHS)
+            if not isinstance(doc_id, str) or not isinstance(paths, str):
+                call.foreign += 1
+                continue
+            if doc_id not in present:
+                present[doc_id] = doc_id in self.sources
+            if not present[doc_id]:
+                call.missing.add(doc_id)
+                continue
+            hits.append(Hit(doc_id, decode_paths(paths), float(n.score or 0.0)))
+        call.hits = max(call.hits, len(nodes))
+        return hits
+
+    def _aggregate(self, run: Callable[[int], Sequence[NodeWithScore]], call: _Call) -> list[Subdocument]:
+        fixed = isinstance(self.index, BaseRetriever)  # one ranked list whatever k
+        cache: dict[int, Sequence[NodeWithScore]] = {}
+
+        def search(k: int) -> list[Hit]:
+            if k not in cache:
+                cache[k] = next(iter(cache.values())) if fixed and cache else run(k)
+            return self._hits(cache[k], call)
+
+        return aggregate(
+            search,
+            documents=self.sources,
+            budget=self.budget,
+            cost=self.size,
+            policy=self.policy,
+            fmt=self.fmt,
+            first_k=self.similarity_top_k,
+            max_rounds=self.max_rounds,
+            fill=self.fill,
+        )
+
+    def _report(self, call: _Call, results: list[Subdocument]) -> None:
+        if call.foreign:
+            log.warning(
+                "SpireRetriever: %d hit(s) without SPIRE metadata skipped (not from SpireNodeParser?)", call.foreign
+            )
+        if call.missing:
+            missing = ", ".join(sorted(map(repr, call.missing)))
+            log.error("SpireRetriever: source pages missing from the docstore, their hits skipped: %s", missing)
+            if not results and call.hits:
+                raise MissingSourceError(
+                    f"no retrieved sentence has its source page in the docstore (missing: {missing}); "
+                    "store the source Documents (spire_llamaindex.store_sources)"
+                )
+
+    def _nodes(self, results: list[Subdocument]) -> list[NodeWithScore]:
+        out = []
+        for sub in results:
+            try:
+                source: BaseNode | None = self.sources.node(sub.doc_id)
+            except SpireError:
+                source = None
+            out.append(result_node(sub, source, source_hash=self.sources.docstore.get_document_hash(sub.doc_id)))
+        return out
+
+    # -- BaseRetriever -----------------------------------------------------------------
+    def retrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
+        """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
+        bundle = QueryBundle(query) if isinstance(query, str) else query
+        call = _Call()
+        # the same bundle on every round: the vector retriever embeds the query once
+        results = self._aggregate(lambda k: self._retriever(k).retrieve(bundle), call)
+        self._report(call, results)
+        return results
+
+    async def aretrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
+        """Async :meth:`retrieve_subdocuments`: searches run on the event loop, pages are parsed off it."""
+        bundle = QueryBundle(query) if isinstance(query, str) else query
+        embed = getattr(self.index, "_embed_model", None)
+        if bundle.embedding is None and embed is not None:
+            embedding = await embed.aget_agg_embedding_from_queries(bundle.embedding_strs)
+            bundle = dataclasses.replace(bundle, embedding=embedding)
+        loop = asyncio.get_running_loop()
+
+        def run(k: int) -> Sequence[NodeWithScore]:
+            return asyncio.run_coroutine_threadsafe(self._retriever(k).aretrieve(bundle), loop).result()
+
+        call = _Call()
+        results = await asyncio.to_thread(self._aggregate, run, call)
+        self._report(call, results)
+        return results
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._nodes(self.retrieve_subdocuments(query_bundle))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        results = await self.aretrieve_subdocuments(query_bundle)
+        return await asyncio.to_thread(self._nodes, results)

@@ -1,0 +1,152 @@
+"""The ``spire`` command: index, query (in this process and reloaded in a new one), show; clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spire_llamaindex.cli import main
+from tests.support.openai_stub import OpenAIStub
+
+from .conftest import QUESTION, label_of
+
+ROOT = Path(__file__).resolve().parents[2]
+PHRASE = "30 seconds and one day"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(code: int, err: str, text: str) -> None:
+    assert code == 2
+    assert err.startswith("spire: error: ") and err.count("\n") == 1 and text in err
+
+
+def query_json(capsys: pytest.CaptureFixture[str], store: Path, *extra: str) -> dict[str, Any]:
+    code, out, _ = run(capsys, "query", "--store", str(store), QUESTION, "--json", *extra)
+    assert code == 0
+    return json.loads(out)
+
+
+def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one_line_error(*run(capsys, "index", tmp_path / "nope", "--store", tmp_path / "s")[::2], "does not exist")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not a page")
+    one_line_error(*run(capsys, "index", tmp_path / "empty", "--store", tmp_path / "s")[::2], "no *.html files")
+    one_line_error(*run(capsys, "query", "--store", tmp_path / "missing", "q")[::2], "no store at")
+    one_line_error(*run(capsys, "query", "--store", tmp_path / "empty", "q")[::2], "not a SPIRE store")
+    one_line_error(*run(capsys, "index", ROOT / "examples" / "pages", "--store", tmp_path / "empty")[::2], "non-empty")
+    code, _, err = run(capsys, "query", "--store", tmp_path, "q", "--llm-base-url", "http://127.0.0.1:9/v1")
+    one_line_error(code, err, "go together")
+    one_line_error(
+        *run(capsys, "show", "--store", tmp_path, "no-hash-here", "--out", tmp_path / "o.html")[::2],
+        "not a citation id",
+    )
+
+
+def test_query_prints_citations(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    payload = query_json(capsys, example_store, "--budget", "400")
+    assert payload["filter"] is None and payload["results"][0]["doc_id"] == "postgresql-wal.html"
+    cits = [c for r in payload["results"] for c in r["citations"]]
+    hit = next(c for c in cits if PHRASE in c["text"])
+    assert hit["id"] == f"{hit['doc_id']}#{hit['paths']}" and "checkpoint_timeout" in hit["text"]
+    assert sum(r["cost"] for r in payload["results"]) <= 400
+    code, out, _ = run(capsys, "query", "--store", example_store, QUESTION, "--budget", "400")
+    assert code == 0 and f"citation {hit['id']}" in out and PHRASE in out
+
+
+def test_store_reloaded_in_a_new_process(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    here = query_json(capsys, example_store)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "spire_llamaindex.cli", "query", "--store", str(example_store), QUESTION, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    there = json.loads(proc.stdout)
+
+    def strip(payload: dict[str, Any]) -> list[Any]:
+        return [(r["doc_id"], r["text"], [(c["id"], c["text"]) for c in r["citations"]]) for r in payload["results"]]
+
+    assert strip(there) == strip(here)
+    assert [r["score"] for r in there["results"]] == pytest.approx([r["score"] for r in here["results"]], abs=1e-5)
+
+
+def test_show_highlights_a_citation(example_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    payload = query_json(capsys, example_store, "--budget", "300")
+    hit = next(c for r in payload["results"] for c in r["citations"] if PHRASE in c["text"])
+    out = tmp_path / "page.html"
+    code, stdout, _ = run(capsys, "show", "--store", example_store, hit["id"], "--out", out)
+    assert code == 0 and "1 citation(s)" in stdout
+    page = out.read_text(encoding="utf-8")
+    marked = page.split('data-citation="1"', 1)[1].split("</mark>", 1)[0]
+    assert PHRASE in marked
+    bad = hit["id"].rsplit("#", 1)[0] + "#9.9.9"
+    one_line_error(*run(capsys, "show", "--store", example_store, bad, "--out", out)[::2], "is not in page")
+    one_line_error(
+        *run(capsys, "show", "--store", example_store, "nope.html#1.0", "--out", out)[::2], "not in the store"
+    )
+
+
+def test_query_with_the_filter(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with OpenAIStub(lambda prompt: f'["{label_of(prompt, PHRASE)}"]') as stub:
+        payload = query_json(capsys, example_store, "--llm-base-url", stub.base_url, "--llm-model", "stub")
+    assert payload["filter"]["ok"] is True
+    (result,) = payload["results"]
+    (cit,) = result["citations"]
+    assert PHRASE in cit["text"]
+    with OpenAIStub(lambda prompt: "no idea") as stub:
+        code, out, err = run(
+            capsys,
+            "query",
+            "--store",
+            example_store,
+            QUESTION,
+            "--json",
+            "--llm-base-url",
+            stub.base_url,
+            "--llm-model",
+            "m",
+        )
+    assert code == 0 and "evidence filter failed" in err
+    assert json.loads(out)["filter"]["ok"] is False and len(json.loads(out)["results"][0]["citations"]) > 1
+
+
+def test_index_skips_bad_pages_and_updates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pages, store = tmp_path / "pages", tmp_path / "store"
+    (pages / "sub").mkdir(parents=True)
+    (pages / "logo.html").write_text("<html><body><h1>Brand</h1><p>The logo is teal.</p></body></html>")
+    (pages / "sub" / "hours.HTML").write_text("<html><body><h1>Hours</h1><p>We open at nine.</p></body></html>")
+    (pages / "report.html").write_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n")
+    (pages / "blank.html").write_text("<html><body><script>x()</script></body></html>")
+    code, out, err = run(capsys, "index", pages, "--store", store, "-q")
+    assert code == 1
+    assert "3 added" in out and "1 skipped" in out
+    assert "skipped report.html" in err and "PDF" in err and "blank.html has no text" in err
+    code, out, _ = run(capsys, "query", "--store", store, "When do you open?", "--json")
+    assert json.loads(out)["results"][0]["doc_id"] == "sub/hours.HTML"
+
+    (pages / "logo.html").write_text("<html><body><h1>Brand</h1><p>The logo is orange.</p></body></html>")
+    (pages / "sub" / "hours.HTML").unlink()
+    (pages / "report.html").unlink()
+    code, out, err = run(capsys, "index", pages, "--store", store, "-q")
+    assert code == 0, err
+    assert "1 updated" in out and "1 unchanged" in out and "1 removed" in out
+    code, out, _ = run(capsys, "query", "--store", store, "What colour is the logo?")
+    assert "orange" in out and "teal" not in out and "nine" not in out
+    code, _, err = run(capsys, "index", pages, "--store", store, "--unit", "block", "-q")
+    one_line_error(code, err, "--rebuild")
+    assert run(capsys, "index", pages, "--store", store, "--unit", "block", "--rebuild", "-q")[0] == 0
