@@ -23,8 +23,11 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
+QUESTION ?= What is the valid range of checkpoint_timeout?
+
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) examples/demo.py
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/spire index examples/pages --store .spire-store
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/spire query --store .spire-store "$(QUESTION)"
 
 speed: $(STAMP)
 	$(PY) -m benchmarks.speed
