@@ -225,7 +225,7 @@ class _Renderer:
         cells = [c for c in self.kept_in(t) if c in g.cells]
         if not cells:
             return
-        cols = sorted({g.cells[c][1] + d for c in cells for d in range(g.cells[c][2])})
+        cols = sorted({g.cells[c][1] for c in cells})  # a spanning cell shows in its first column
         rows = _rows(g, cells)
         texts = {c: self.cell_text(c).replace("|", "\\|") for c in cells}
         head_rows = [r for r in rows if r in g.header_rows]

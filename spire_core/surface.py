@@ -1,8 +1,8 @@
 """The indexing surface (Section 3.1): one seed per sentence (or per block), rendered with context.
 
-The seed's path set is its identity; ``text`` is only what gets embedded. A table row is
-the table's sentence: the sentences of the cells of one row form one seed, rendered under
-the column labels, so a cell is never matched (or cited) without the rest of its record.
+The seed's path set is its identity; ``text`` is only what gets embedded. A table cell is
+a block leaf like a paragraph: its sentences are seeds, rendered under their row and
+column labels.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from threading import Lock
 from typing import Any
 
 from .context import HTML, Policy
-from .context.policy import inherited
-from .context.tables import CELL_TAGS
 from .decoding import decode
 from .document import INLINE_TAGS, Document, Path, parse_html, parse_text
 from .errors import NotHTMLError, SpireError
@@ -48,12 +46,12 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: str = "markdown", unit: 
     groups: list[tuple[int, list[int], str]] = []
     for s in doc.sentences:
         nodes = sentence_indices(doc, *s.span)
-        anchor = _block_of(doc, s.span[0]) if unit == "block" else _row_of(doc, s.span[0])
-        if anchor >= 0 and groups and groups[-1][0] == anchor:
+        anchor = _block_of(doc, s.span[0]) if unit == "block" else s.span[0]
+        if unit == "block" and groups and groups[-1][0] == anchor:
             groups[-1][1].extend(nodes)
             groups[-1] = (anchor, groups[-1][1], groups[-1][2] + " " + s.text)
             continue
-        groups.append((anchor if anchor >= 0 else s.span[0], nodes, s.text))
+        groups.append((anchor, nodes, s.text))
     return [
         Seed(
             doc_id=doc.doc_id,
@@ -94,17 +92,6 @@ def parse_page(content: str | bytes, *, doc_id: str | None = None, **options: An
     except SpireError as err:
         err.add_note(f"while reading document {doc_id!r}")
         raise
-
-
-def _row_of(doc: Document, node: int) -> int:
-    """The ``tr`` of the table cell holding ``node``, or -1."""
-    found = inherited(doc, node, "row_of", lambda i: doc.tag[i] in CELL_TAGS, lambda c: _parent_row(doc, c))
-    return found[0] if found else -1
-
-
-def _parent_row(doc: Document, cell: int) -> tuple[int, ...]:
-    parent = doc.parent[cell]
-    return (parent,) if parent >= 0 and doc.tag[parent] == "tr" else ()
 
 
 def _block_of(doc: Document, node: int) -> int:
