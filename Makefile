@@ -27,7 +27,7 @@ QUESTION ?= What is the valid range of checkpoint_timeout?
 
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/spire index examples/pages --store .spire-store
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/spire query --store .spire-store "$(QUESTION)"
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/spire query --store .spire-store --budget 300 "$(QUESTION)"
 
 speed: $(STAMP)
 	$(PY) -m benchmarks.speed
