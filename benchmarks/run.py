@@ -182,6 +182,8 @@ def run(
         out: list[Prediction] = []
         for q in dataset.questions:
             if q.corpus not in corpora:
+                if len(corpora) >= 8:  # bounded: per-question corpora rarely repeat
+                    corpora.pop(next(iter(corpora)))
                 corpus_units = [u for pid in q.corpus for u in pages[pid]]
                 rows = np.concatenate([page_rows[pid] for pid in q.corpus]) if q.corpus else np.zeros(0, np.int64)
                 corpora[q.corpus] = (corpus_units, matrix[rows] if len(rows) else np.zeros((0, 1), np.float32))
