@@ -23,7 +23,7 @@ from typing import Any
 
 import lxml.html
 
-from .systems import Page, Prediction, Question, Ranking, System, Unit, cite
+from .systems import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
 
 CHUNK_TOKENS = 256
 #: HtmlRAG's recommended ``max_node_words`` for real-world pages with an embedding model (README)
@@ -255,9 +255,4 @@ def htmlrag_html_utils() -> ModuleType:
     if spec is None or spec.origin is None:
         raise ImportError("bge-block needs the htmlrag package (pip install htmlrag)")
     file = FsPath(spec.origin).parent / "html_utils.py"
-    module_spec = importlib.util.spec_from_file_location("_htmlrag_html_utils", file)
-    if module_spec is None or module_spec.loader is None:
-        raise ImportError(f"cannot load {file}")
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
+    return import_file(file, "_htmlrag_html_utils")

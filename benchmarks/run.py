@@ -14,7 +14,6 @@ progress to stderr.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -29,7 +28,19 @@ import numpy as np
 
 from .baselines import Baseline
 from .embedding_cache import DEFAULT_ROOT, PRECISIONS, Embedder, EmbeddingCache, SentenceTransformerEmbedder
-from .systems import SYSTEMS, ConfigError, Page, Prediction, Question, Ranking, System, Unit, make_system, openai_chat
+from .systems import (
+    SYSTEMS,
+    ConfigError,
+    Page,
+    Prediction,
+    Question,
+    Ranking,
+    System,
+    Unit,
+    import_file,
+    make_system,
+    openai_chat,
+)
 
 #: judge metrics shown in the table, in order
 COLUMNS = ("total", "helpful", "ratio", "answer_recall", "interpretable", "tokens", "over_budget")
@@ -93,12 +104,10 @@ def find_judge(dataset_file: Path, judge: str | Path | None = None) -> ModuleTyp
                 break
         else:
             raise ConfigError(f"no score.py above {dataset_file}: pass --judge PATH")
-    spec = importlib.util.spec_from_file_location("bench_judge", judge)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"cannot import the judge {judge}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    try:
+        return import_file(Path(judge), "bench_judge")
+    except ImportError as err:
+        raise ConfigError(f"cannot import the judge {judge}") from err
 
 
 # -- running -----------------------------------------------------------------------------

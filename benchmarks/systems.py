@@ -10,12 +10,14 @@ count). SPIRE systems hand the ranking to :func:`spire_core.aggregate`; the base
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path as FsPath
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -236,3 +238,13 @@ def make_system(name: str, *, llm: Callable[[str], str] | None = None) -> System
     if name == "bge-block":
         return baselines.BlockTree()
     raise ConfigError(f"unknown system {name!r}; choose from {', '.join(SYSTEMS)}")
+
+
+def import_file(file: FsPath, name: str) -> ModuleType:
+    """Import one Python source file as a module called ``name``."""
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {file}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
