@@ -165,6 +165,9 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
         return out
 
     # -- the compressor ---------------------------------------------------------------------
+    def _options(self) -> dict[str, Any]:
+        return {"target": self.target, "size": self.size, "policy": self.policy, "on_error": self.on_error}
+
     def compress_documents(
         self, documents: Sequence[LCDocument], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[LCDocument]:
@@ -176,16 +179,7 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
         def ask(prompt: str) -> str:
             return _text(self.llm.invoke(prompt, config={"callbacks": callbacks}))
 
-        evidence = select_evidence(
-            query,
-            results,
-            self._pages,
-            ask,
-            target=self.target,
-            size=self.size,
-            policy=self.policy,
-            on_error=self.on_error,
-        )
+        evidence = select_evidence(query, results, self._pages, ask, **self._options())
         return [*self._documents(spire, evidence), *other]
 
     async def acompress_documents(
@@ -199,16 +193,7 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
         async def ask(prompt: str) -> str:
             return _text(await self.llm.ainvoke(prompt, config={"callbacks": callbacks}))
 
-        evidence = await aselect_evidence(
-            query,
-            results,
-            self._pages,
-            ask,
-            target=self.target,
-            size=self.size,
-            policy=self.policy,
-            on_error=self.on_error,
-        )
+        evidence = await aselect_evidence(query, results, self._pages, ask, **self._options())
         return [*self._documents(spire, evidence), *other]
 
 
