@@ -32,7 +32,7 @@ import lxml.etree as etree
 import lxml.html
 
 from .decoding import DEFAULT_MAX_BYTES, decode
-from .errors import UnknownPathError
+from .errors import EmptyDocumentError, UnknownPathError
 
 if TYPE_CHECKING:
     from .sentences import Sentence
@@ -394,6 +394,7 @@ def parse_html(
     segment: bool = True,
     boilerplate: bool = True,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    require_content: bool = False,
 ) -> Document:
     """Parse HTML text or bytes into a :class:`Document`.
 
@@ -401,7 +402,9 @@ def parse_html(
     those of the cleaned tree alone. ``boilerplate`` drops site chrome (module docstring).
     Bytes honour a BOM and ``<meta charset>``; invalid sequences are replaced and counted in
     ``Document.decode_errors``. Raises :class:`~spire_core.errors.NotHTMLError` for binary
-    input and :class:`~spire_core.errors.DocumentTooLargeError` beyond ``max_bytes``.
+    input and :class:`~spire_core.errors.DocumentTooLargeError` beyond ``max_bytes``; with
+    ``require_content``, :class:`~spire_core.errors.EmptyDocumentError` when no visible text
+    is left (an empty page is otherwise a valid, empty :class:`Document`).
     """
     decoded = decode(html, max_bytes=max_bytes)
     warnings = list(decoded.warnings)
@@ -411,7 +414,10 @@ def parse_html(
             from .sentences import segment as segment_tree
 
             segment_tree(root)
-        return Document(root, doc_id=doc_id, encoding=decoded.encoding, replaced=decoded.replaced, warnings=warnings)
+        doc = Document(root, doc_id=doc_id, encoding=decoded.encoding, replaced=decoded.replaced, warnings=warnings)
+    if require_content and not doc.has_content():
+        raise EmptyDocumentError(f"document {doc_id!r} has no visible text")
+    return doc
 
 
 @contextmanager

@@ -44,10 +44,6 @@ class Sentence:
     #: node indices [first, last] (the two sentinels) in the owning Document
     span: tuple[int, int]
 
-    def indices(self) -> range:
-        """Indices of the nodes between the sentinels (a superset of the path set's nodes)."""
-        return range(self.span[0], self.span[1] + 1)
-
 
 def sentences(doc: Document) -> list[Sentence]:
     """The sentence seeds of ``doc`` in document order (empty for ``segment=False`` documents)."""

@@ -11,6 +11,7 @@ import pytest
 from spire_core import (
     HTML,
     DocumentTooLargeError,
+    EmptyDocumentError,
     NotHTMLError,
     SpireError,
     global_context,
@@ -151,6 +152,12 @@ def test_empty_pages_have_no_content(page: str | bytes) -> None:
 
 def test_script_only_page_has_no_content() -> None:
     assert not parse_html("<html><body><script>document.write('hi')</script></body></html>").has_content()
+
+
+def test_require_content_names_the_empty_document() -> None:
+    with pytest.raises(EmptyDocumentError, match=r"blank\.html"):
+        parse_html("<html><body>  <!-- nothing --> </body></html>", doc_id="blank.html", require_content=True)
+    assert parse_html("<p>Some text.</p>", require_content=True).has_content()
 
 
 # -- deep nesting ----------------------------------------------------------------------
