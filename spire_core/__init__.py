@@ -3,7 +3,7 @@
 from .aggregate import Hit, Search, Subdocument, aggregate
 from .citation import Citation
 from .context import HEADERS, HTML, LISTS, NONE, TABLES, TITLE, Policy, Rule, compose, global_context, local_context
-from .document import Document, Node, Path, parse_html, parse_text
+from .document import Document, Node, Path, parse_html, parse_text, text_to_html
 from .errors import (
     BudgetError,
     DocumentTooLargeError,
@@ -86,5 +86,6 @@ __all__ = [
     "select_evidence",
     "sentences",
     "subdoc",
+    "text_to_html",
     "up",
 ]

@@ -434,9 +434,13 @@ def _gc_paused() -> Iterator[None]:
 
 def parse_text(text: str, *, doc_id: str | None = None, segment: bool = True) -> Document:
     """A :class:`Document` for plain text: each blank-line separated block becomes a paragraph."""
+    return parse_html(text_to_html(text), doc_id=doc_id, segment=segment)
+
+
+def text_to_html(text: str) -> str:
+    """The page :func:`parse_text` parses: one ``<p>`` per blank-line separated block."""
     blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
-    body = "".join(f"<p>{html_lib.escape(b)}</p>" for b in blocks)
-    return parse_html(f"<html><body>{body}</body></html>", doc_id=doc_id, segment=segment)
+    return "<html><body>" + "".join(f"<p>{html_lib.escape(b)}</p>" for b in blocks) + "</body></html>"
 
 
 _XML_DECL_TEXT = re.compile(r"^\s*<\?xml[^>]*\?>")

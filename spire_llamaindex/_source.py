@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import html as html_lib
 import logging
-import re
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -12,7 +10,17 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
-from spire_core import Document, DocumentCache, Path, SpireError, encode_paths, is_html, parse_page, parse_text
+from spire_core import (
+    Document,
+    DocumentCache,
+    Path,
+    SpireError,
+    encode_paths,
+    is_html,
+    parse_page,
+    parse_text,
+    text_to_html,
+)
 from spire_core.decoding import DEFAULT_MAX_BYTES, decode
 
 log = logging.getLogger("spire_llamaindex")
@@ -47,16 +55,6 @@ def is_plain_text(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
     """Whether a source is read as plain text: its metadata says ``text/plain``, or it holds no
     HTML tag (:func:`spire_core.is_html`, the test :func:`spire_core.parse_page` applies)."""
     return says_plain_text(metadata) or not is_html(text)
-
-
-def plain_text_markup(text: str) -> str:
-    """The page :func:`spire_core.parse_text` builds for ``text``: what the cache re-parses for a
-    source whose metadata says ``text/plain`` although it holds tags.
-
-    ``tests/llamaindex/test_parser.py`` checks that both give the same paths.
-    """
-    blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
-    return "<html><body>" + "".join(f"<p>{html_lib.escape(b)}</p>" for b in blocks) + "</body></html>"
 
 
 def named(err: SpireError, doc_id: str) -> SpireError:
@@ -154,4 +152,4 @@ class SourceDocuments:
         node = self.node(doc_id)
         text = source_text(node)
         # parse_page (the cache's parser) reads text without tags as paragraphs by itself
-        return plain_text_markup(text) if says_plain_text(node.metadata) and is_html(text) else text
+        return text_to_html(text) if says_plain_text(node.metadata) and is_html(text) else text

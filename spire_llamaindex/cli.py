@@ -230,9 +230,9 @@ def _query(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from llama_index.core.storage.docstore import SimpleDocumentStore
 
-    from spire_core import Citation, PathFormatError, UnknownPathError, decode_paths, highlight
+    from spire_core import Citation, PathFormatError, UnknownPathError, decode_paths, highlight, text_to_html
 
-    from ._source import SourceDocuments, is_plain_text, plain_text_markup, source_text
+    from ._source import SourceDocuments, is_plain_text, source_text
     from .defaults import read_manifest
 
     citations = []
@@ -261,7 +261,7 @@ def _show(args: argparse.Namespace) -> int:
             raise UsageError(f"citation {cit.key()!r} is not in page {doc_id!r} (re-indexed since?)") from None
     node = sources.node(doc_id)
     text = source_text(node)
-    page = highlight(plain_text_markup(text) if is_plain_text(text, node.metadata) else text, citations, doc_id=doc_id)
+    page = highlight(text_to_html(text) if is_plain_text(text, node.metadata) else text, citations, doc_id=doc_id)
     out: Path = args.out
     try:
         out.write_text(page, encoding="utf-8")

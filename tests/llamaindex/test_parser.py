@@ -21,9 +21,10 @@ from spire_core import (
     parse_text,
     render,
     seeds,
+    text_to_html,
 )
 from spire_llamaindex import SPIRE_KEYS, SourceDocuments, SpireNodeParser, read_page, store_sources
-from spire_llamaindex._source import is_plain_text, plain_text_markup
+from spire_llamaindex._source import is_plain_text
 
 from .conftest import EXAMPLE_PAGES
 
@@ -96,7 +97,7 @@ def test_plain_text_becomes_paragraphs_with_the_paths_the_cache_reparses() -> No
         "It has two sentences.",
         "Second paragraph, a < b > c.",
     ]
-    direct, cached = parse_text(text), parse_html(plain_text_markup(text))
+    direct, cached = parse_text(text), parse_html(text_to_html(text))
     assert list(direct.paths()) == list(cached.paths())
     assert render(direct, direct.paths()) == render(cached, cached.paths())
     tagged = Document(id_="t.txt", text="Use <b>bold</b> here.", metadata={"file_type": "text/plain"})
