@@ -7,6 +7,16 @@ class SpireError(Exception):
     """Base class of every error SPIRE raises on purpose."""
 
 
+def naming(err: SpireError, doc_id: str | None) -> SpireError:
+    """``err`` (same class) with its message prefixed by ``document 'doc_id': `` and ``err.doc_id`` set."""
+    prefix = f"document {doc_id!r}: "
+    message = str(err)
+    if not message.startswith(prefix):
+        err.args = (prefix + message, *err.args[1:])
+    err.doc_id = doc_id  # type: ignore[attr-defined]
+    return err
+
+
 class NotHTMLError(SpireError, ValueError):
     """The input is not HTML (binary data such as a PDF, an image or an archive)."""
 

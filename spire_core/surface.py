@@ -17,7 +17,7 @@ from typing import Any
 from .context import HTML, Policy
 from .decoding import decode
 from .document import INLINE_TAGS, Document, Path, parse_html, parse_text
-from .errors import NotHTMLError, SpireError
+from .errors import SpireError, naming
 from .render import render_indices
 from .sentences import sentence_indices
 
@@ -79,19 +79,16 @@ def is_html(text: str) -> bool:
 def parse_page(content: str | bytes, *, doc_id: str | None = None, **options: Any) -> Document:
     """Parse a page that may be HTML or plain text (paragraphs separated by blank lines).
 
-    Binary data raises :class:`~spire_core.errors.NotHTMLError` naming ``doc_id``; other
-    SPIRE errors carry a note naming it.
+    Binary data raises :class:`~spire_core.errors.NotHTMLError`; every SPIRE error raised
+    names ``doc_id`` in its message and ``doc_id`` attribute.
     """
     try:
         text = decode(content, **{k: v for k, v in options.items() if k == "max_bytes"}).text
         if is_html(text):
             return parse_html(content, doc_id=doc_id, **options)
         return parse_text(text, doc_id=doc_id, segment=options.get("segment", True))
-    except NotHTMLError as err:
-        raise NotHTMLError(f"document {doc_id!r}: {err}") from err
     except SpireError as err:
-        err.add_note(f"while reading document {doc_id!r}")
-        raise
+        raise naming(err, doc_id) from None
 
 
 def _block_of(doc: Document, node: int) -> int:

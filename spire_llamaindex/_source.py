@@ -22,6 +22,7 @@ from spire_core import (
     text_to_html,
 )
 from spire_core.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.errors import naming
 
 log = logging.getLogger("spire_llamaindex")
 
@@ -57,16 +58,6 @@ def is_plain_text(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
     return says_plain_text(metadata) or not is_html(text)
 
 
-def named(err: SpireError, doc_id: str) -> SpireError:
-    """``err`` (same class) with its message prefixed by the document id and ``err.doc_id`` set."""
-    prefix = f"document {doc_id!r}: "
-    message = str(err)
-    if not message.startswith(prefix):
-        err.args = (prefix + message, *err.args[1:])
-    err.doc_id = doc_id  # type: ignore[attr-defined]
-    return err
-
-
 def parse_source(
     text: str,
     doc_id: str,
@@ -87,7 +78,7 @@ def parse_source(
             return parse_text(text, doc_id=doc_id)
         return parse_page(text, doc_id=doc_id, max_bytes=max_bytes, boilerplate=boilerplate)
     except SpireError as err:
-        raise named(err, doc_id) from None
+        raise naming(err, doc_id) from None
 
 
 def source_text(node: BaseNode) -> str:
@@ -135,7 +126,7 @@ class SourceDocuments:
         try:
             return self.cache(doc_id)
         except SpireError as err:
-            raise named(err, doc_id) from None
+            raise naming(err, doc_id) from None
 
     def node(self, doc_id: str) -> BaseNode:
         """The stored source node (a LlamaIndex ``Document``) of ``doc_id``."""

@@ -16,8 +16,9 @@ from tqdm.auto import tqdm
 
 from spire_core import SpireError
 from spire_core.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.errors import naming
 
-from ._source import log, named
+from ._source import log
 from .parser import SpireNodeParser
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def read_page(path: str | Path, root: str | Path, *, max_bytes: int = DEFAULT_MA
     try:
         decoded = decode(path.read_bytes(), max_bytes=max_bytes)
     except SpireError as err:
-        raise named(err, doc_id) from None
+        raise naming(err, doc_id) from None
     if decoded.replaced:
         log.warning("document %r: %d invalid %s byte sequence(s) replaced", doc_id, decoded.replaced, decoded.encoding)
     return Document(
