@@ -23,7 +23,7 @@ from typing import Any
 
 import lxml.html
 
-from .systems import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
+from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
 
 CHUNK_TOKENS = 256
 #: HtmlRAG's recommended ``max_node_words`` for real-world pages with an embedding model (README)

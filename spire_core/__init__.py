@@ -2,13 +2,14 @@
 
 from .aggregate import Hit, Search, Subdocument, aggregate
 from .citation import Citation
-from .context import HEADERS, HTML, LISTS, NONE, TABLES, TITLE, Policy, Rule, compose, global_context, local_context
-from .document import Document, Node, Path, parse_html, parse_text, text_to_html
+from .context import HEADERS, HTML, LISTS, NONE, TABLES, TITLE, Policy, Rule, compose, global_context
+from .document import Document, Node, Path
 from .errors import (
     BudgetError,
     DocumentTooLargeError,
     EmptyDocumentError,
     EvidenceFilterError,
+    MissingSourceError,
     NotHTMLError,
     PathFormatError,
     SpireError,
@@ -25,11 +26,14 @@ from .evidence import (
     select_evidence,
 )
 from .highlight import highlight
+from .local import local_context
+from .parse import is_html, parse_html, parse_page, parse_text, text_to_html
 from .paths import decode_paths, down, encode_paths, link, prune, subdoc, up
 from .render import render
+from .results import from_metadata, subdocuments, to_metadata, unit_id
 from .sentences import Sentence, sentences
 from .size import approx_tokens, model_tokens
-from .surface import DocumentCache, Seed, is_html, parse_page, seeds
+from .surface import DocumentCache, Seed, seeds
 
 __all__ = [
     "HEADERS",
@@ -47,6 +51,7 @@ __all__ = [
     "Evidence",
     "EvidenceFilterError",
     "Hit",
+    "MissingSourceError",
     "Node",
     "NotHTMLError",
     "Path",
@@ -70,6 +75,7 @@ __all__ = [
     "decode_paths",
     "down",
     "encode_paths",
+    "from_metadata",
     "global_context",
     "highlight",
     "is_html",
@@ -86,6 +92,9 @@ __all__ = [
     "select_evidence",
     "sentences",
     "subdoc",
+    "subdocuments",
     "text_to_html",
+    "to_metadata",
+    "unit_id",
     "up",
 ]

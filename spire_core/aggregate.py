@@ -12,15 +12,17 @@ search may hold more, the prefix of hits is doubled and admission continues, for
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .citation import Citation
 from .context import HTML, Policy
-from .document import Document, Path
+from .document import LRU, Document, Memo, Path
 from .errors import BudgetError, UnknownPathError
+from .options import DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
 from .render import render_indices
-from .size import SizeFn, approx_tokens
+from .size import SizeFn
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +71,17 @@ class _Group:
     citations: list[Citation] = field(default_factory=list)
 
 
+#: Seeds whose own context and rendering are memoised per document (least recently used forgotten).
+OWN_MEMO_SIZE = 4096
+_OwnKey = tuple[Policy, str, frozenset[int]]
+_OWN: Memo[LRU[_OwnKey, tuple[frozenset[int], str]]] = Memo(lambda doc: LRU(OWN_MEMO_SIZE))
+
+
 class _Admission:
-    def __init__(self, documents: Documents, budget: int, cost: SizeFn, policy: Policy, fmt: str) -> None:
+    def __init__(self, documents: Documents, budget: int, size: SizeFn, policy: Policy, fmt: Fmt) -> None:
         self.get = documents.__getitem__ if isinstance(documents, Mapping) else documents
         self.budget = budget
-        self.size = cost
+        self.size = size
         self.policy = policy
         self.fmt = fmt
         self.groups: dict[str, _Group] = {}
@@ -121,8 +129,7 @@ class _Admission:
 
     def own(self, doc: Document, seed: set[int]) -> tuple[frozenset[int], str]:
         """A seed's own global context and its rendering, memoised per document."""
-        memo: dict[tuple[object, str, frozenset[int]], tuple[frozenset[int], str]]
-        memo = doc.cache.setdefault("aggregate.own", {})
+        memo = _OWN(doc)
         key = (self.policy, self.fmt, frozenset(seed))
         got = memo.get(key)
         if got is None:
@@ -151,25 +158,30 @@ def aggregate(
     *,
     documents: Documents,
     budget: int,
-    cost: SizeFn = approx_tokens,
+    size: SizeFn = DEFAULT_SIZE,
     policy: Policy = HTML,
-    fmt: str = "markdown",
-    first_k: int = 32,
-    max_rounds: int = 4,
-    fill: float = 0.9,
+    fmt: Fmt = "markdown",
+    first_k: int = DEFAULT_FIRST_K,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    fill: float = DEFAULT_FILL,
+    cost: SizeFn | None = None,
 ) -> list[Subdocument]:
-    """Merge ranked ``hits`` per document under ``budget`` (measured by ``cost`` on renderings).
+    """Merge ranked ``hits`` per document under ``budget`` (measured by ``size`` on renderings).
 
     ``hits`` is a ranked sequence or a search callable ``k -> top-k hits``; the prefix
     considered starts at ``first_k`` and doubles while the result is under
     ``fill * budget`` (at most ``max_rounds`` rounds). ``documents`` maps a document id to
     its :class:`Document`. Returns one :class:`Subdocument` per document, best rank first.
+    ``cost`` is the former name of ``size`` (deprecated: it warns, and goes in the next release).
     """
+    if cost is not None:
+        warnings.warn("aggregate(cost=...) is deprecated: pass size=...", DeprecationWarning, stacklevel=2)
+        size = cost
     if budget <= 0:
         raise BudgetError(f"budget must be positive, not {budget}")
     if first_k <= 0 or max_rounds <= 0:
         raise ValueError("first_k and max_rounds must be positive")
-    state = _Admission(documents, budget, cost, policy, fmt)
+    state = _Admission(documents, budget, size, policy, fmt)
     k = first_k
     done = 0
     for _ in range(max_rounds):

@@ -1,10 +1,13 @@
-"""Turning input bytes into text: BOM, ``<meta charset>``, replacement of bad sequences."""
+"""Turning input bytes into text: BOM, WHATWG `<meta charset>` labels, detection, replacement of bad sequences."""
 
 from __future__ import annotations
 
 import codecs
 import re
 from dataclasses import dataclass
+from typing import Any
+
+import charset_normalizer
 
 from .errors import DocumentTooLargeError, NotHTMLError
 
@@ -31,15 +34,65 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]
 _XML_DECL = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)""", re.I)
 
 
-#: Declared labels that browsers read otherwise (WHATWG Encoding): a declaration found by
-#: reading the bytes as ASCII cannot be UTF-16/32, so it is UTF-8; Latin-1 and ASCII mean windows-1252.
-_DECLARED_AS = {
-    **dict.fromkeys(["utf-16", "utf-16le", "utf-16be", "utf-32", "utf-32le", "utf-32be"], "utf-8"),
-    **dict.fromkeys(
-        ["iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1", "l1", "cp819", "ibm819", "ascii", "us-ascii"],
-        "windows-1252",
-    ),
+#: The WHATWG Encoding Standard's labels, by the Python codec that decodes them. Only these
+#: labels are honoured (as browsers do); anything else (``base64``, ``rot13``, ``utf-7``,
+#: ``unicode_escape``, ...) is ignored with a warning. A declaration found by reading the
+#: bytes as ASCII cannot be UTF-16, so it means UTF-8; Latin-1 and ASCII mean windows-1252.
+_WHATWG = {
+    "utf-8": "unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8 utf-16 utf-16be"
+    " utf-16le unicodefffe unicodefeff csunicode iso-10646-ucs-2 ucs-2 unicode",
+    "cp866": "866 cp866 csibm866 ibm866",
+    "iso8859-2": "csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 iso_8859-2 iso_8859-2:1987 l2 latin2",
+    "iso8859-3": "csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 iso_8859-3 iso_8859-3:1988 l3 latin3",
+    "iso8859-4": "csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 iso_8859-4 iso_8859-4:1988 l4 latin4",
+    "iso8859-5": "csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 iso88595 iso_8859-5 iso_8859-5:1988",
+    "iso8859-6": "arabic asmo-708 csiso88596e csiso88596i csisolatinarabic ecma-114 iso-8859-6 iso-8859-6-e"
+    " iso-8859-6-i iso-ir-127 iso8859-6 iso88596 iso_8859-6 iso_8859-6:1987",
+    "iso8859-7": "csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 iso-ir-126 iso8859-7 iso88597"
+    " iso_8859-7 iso_8859-7:1987 sun_eu_greek",
+    "iso8859-8": "csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e iso-ir-138 iso8859-8 iso88598"
+    " iso_8859-8 iso_8859-8:1988 visual csiso88598i iso-8859-8-i logical",
+    "iso8859-10": "csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 l6 latin6",
+    "iso8859-13": "iso-8859-13 iso8859-13 iso885913",
+    "iso8859-14": "iso-8859-14 iso8859-14 iso885914",
+    "iso8859-15": "csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9",
+    "iso8859-16": "iso-8859-16",
+    "koi8-r": "cskoi8r koi koi8 koi8-r koi8_r",
+    "koi8-u": "koi8-ru koi8-u",
+    "mac-roman": "csmacintosh mac macintosh x-mac-roman",
+    "cp874": "dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874",
+    "cp1250": "cp1250 windows-1250 x-cp1250",
+    "cp1251": "cp1251 windows-1251 x-cp1251",
+    "cp1252": "ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1 iso88591"
+    " iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252",
+    "cp1253": "cp1253 windows-1253 x-cp1253",
+    "cp1254": "cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9 iso_8859-9:1989 l5"
+    " latin5 windows-1254 x-cp1254",
+    "cp1255": "cp1255 windows-1255 x-cp1255",
+    "cp1256": "cp1256 windows-1256 x-cp1256",
+    "cp1257": "cp1257 windows-1257 x-cp1257",
+    "cp1258": "cp1258 windows-1258 x-cp1258",
+    "mac-cyrillic": "x-mac-cyrillic x-mac-ukrainian",
+    "gb18030": "chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk gb18030",
+    "big5hkscs": "big5 big5-hkscs cn-big5 csbig5 x-x-big5",
+    "euc-jp": "cseucpkdfmtjapanese euc-jp x-euc-jp",
+    "iso2022-jp": "csiso2022jp iso-2022-jp",
+    "cp932": "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis",
+    "cp949": "cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601 ksc_5601"
+    " windows-949",
 }
+_LABELS = {label: codec for codec, labels in _WHATWG.items() for label in labels.split()}
+#: How a decoded page reports its encoding (the WHATWG name, where it differs from the codec's).
+_NAMES = {**{f"cp125{k}": f"windows-125{k}" for k in range(9)}, "cp874": "windows-874", "cp932": "shift_jis"}
+#: Codecs the detector may choose from for a page that declares no charset (WHATWG encodings only).
+_DETECTABLE = [c for c in _WHATWG if c not in ("utf-8", "iso2022-jp")]
+#: Bytes the detector reads of an undeclared page (it samples; more only costs time).
+_DETECT_BYTES = 64 * 1024
+_UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+#: Characters no HTML text can hold (lxml refuses them): C0 controls but tab/newline/CR/FF,
+#: DEL, lone surrogates, U+FFFE/U+FFFF. Removed; surrogates become U+FFFD.
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ufffe\uffff]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -53,49 +106,93 @@ class Decoded:
     warnings: tuple[str, ...] = ()
 
 
-def decode(data: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Decoded:
-    """Decode ``data`` (honouring a BOM, then ``<meta charset>``, else UTF-8), never failing on bad bytes.
+def decode(data: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, doc_id: str | None = None) -> Decoded:
+    """Decode ``data``, never failing on bad bytes: a BOM decides, then a ``<meta charset>``
+    holding a WHATWG label, else UTF-8 when the bytes are UTF-8, else a detected legacy encoding.
+    Characters HTML cannot hold (controls, lone surrogates) are removed or replaced, also in ``str``.
 
-    Raises :class:`DocumentTooLargeError` past ``max_bytes`` and :class:`NotHTMLError` for binary data.
+    Raises :class:`DocumentTooLargeError` past ``max_bytes`` and :class:`NotHTMLError` for
+    binary data, both naming ``doc_id``.
     """
     if len(data) > max_bytes:
-        raise DocumentTooLargeError(len(data), max_bytes)
+        raise DocumentTooLargeError(len(data), max_bytes, doc_id=doc_id)
     if isinstance(data, str):
-        _reject_binary(data[:4096].encode("utf-8", "surrogatepass"), bom=False)
-        return Decoded(data, "str", 0)
-    encoding, skip, bom = _sniff(data)
-    _reject_binary(data[:4096], bom=bom)
+        _reject_binary(data[:4096].encode("utf-8", "surrogatepass"), bom=False, doc_id=doc_id)
+        return _clean(data, "str", 0, [])
+    declared, skip, bom = _sniff(data)
+    _reject_binary(data[:4096], bom=bom, doc_id=doc_id)
     warnings: list[str] = []
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        warnings.append(f"unknown charset {encoding!r} declared; decoded as utf-8")
-        encoding = "utf-8"
     body = data[skip:]
+    if bom or declared is None:
+        encoding = declared or _undeclared(body)
+    else:
+        encoding = _LABELS.get(declared) or _undeclared(body)
+        if declared not in _LABELS:
+            warnings.append(f"charset {declared!r} is not a WHATWG encoding label; ignored")
     try:
-        return Decoded(body.decode(encoding), encoding, 0, tuple(warnings))
+        text, replaced = body.decode(encoding), 0
     except UnicodeDecodeError:
         text = body.decode(encoding, errors="replace")
         replaced = text.count("\ufffd") - body.decode(encoding, errors="ignore").count("\ufffd")
         warnings.append(f"{replaced} invalid {encoding} byte sequence(s) replaced by U+FFFD")
-        return Decoded(text, encoding, replaced, tuple(warnings))
+    return _clean(text, _NAMES.get(encoding, encoding), replaced, warnings)
 
 
-def _sniff(data: bytes) -> tuple[str, int, bool]:
+def _undeclared(body: bytes) -> str:
+    """The codec of a page without BOM or declaration: UTF-8 when the bytes are UTF-8 (or
+    hold UTF-8 sequences among some invalid ones), else what charset-normalizer detects."""
+    try:
+        body.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    if _UTF8_MULTIBYTE.search(body):
+        return "utf-8"
+    matches = list(charset_normalizer.from_bytes(body[:_DETECT_BYTES], cp_isolation=_DETECTABLE))
+    if not matches:
+        return "cp1252"
+    best = matches[0]
+    tied = [codecs.lookup(m.encoding).name for m in matches if _tie(m, best)]
+    sample = body[:_DETECT_BYTES]
+    # windows-1252 (the browsers' default for legacy pages) wins any tie, and so does any codec
+    # reading the page as it does: short texts fit many codecs
+    if "cp1252" in tied or sample.decode(tied[0], "replace") == sample.decode("cp1252", "replace"):
+        return "cp1252"
+    return tied[0]
+
+
+def _tie(a: Any, b: Any) -> bool:
+    return abs(a.chaos - b.chaos) <= 0.01 and abs(a.coherence - b.coherence) <= 0.01
+
+
+def _clean(text: str, encoding: str, replaced: int, warnings: list[str]) -> Decoded:
+    """``text`` without the characters HTML text cannot hold (see :data:`_CONTROLS`)."""
+    surrogates = len(_SURROGATES.findall(text))
+    if surrogates:
+        text = _SURROGATES.sub("\ufffd", text)
+        replaced += surrogates
+        warnings.append(f"{surrogates} lone surrogate(s) replaced by U+FFFD")
+    text, removed = _CONTROLS.subn("", text)
+    if removed:
+        warnings.append(f"{removed} control character(s) removed")
+    return Decoded(text, encoding, replaced, tuple(warnings))
+
+
+def _sniff(data: bytes) -> tuple[str | None, int, bool]:
+    """(BOM codec or declared label or None, bytes to skip, whether a BOM decided)."""
     for bom, name in _BOMS:
         if data.startswith(bom):
             return name, len(bom), True
     head = data[:4096]
     found = _XML_DECL.search(head) or _META_CHARSET.search(head)
     if found:
-        label = found.group(1).decode("ascii").lower()
-        return _DECLARED_AS.get(label, label), 0, False
-    return "utf-8", 0, False
+        return found.group(1).decode("ascii").lower(), 0, False
+    return None, 0, False
 
 
-def _reject_binary(head: bytes, *, bom: bool) -> None:
+def _reject_binary(head: bytes, *, bom: bool, doc_id: str | None) -> None:
     for magic, what in _MAGIC.items():
         if head.startswith(magic):
-            raise NotHTMLError(f"input is {what}, not HTML")
-    if not bom and head and head.count(b"\x00") > len(head) // 100:
-        raise NotHTMLError("input contains NUL bytes: binary data, not HTML")
+            raise NotHTMLError(f"input is {what}, not HTML", doc_id=doc_id)
+    if not bom and head.count(b"\x00") > max(len(head) // 100, 8):  # a stray NUL in text is not binary
+        raise NotHTMLError("input contains NUL bytes: binary data, not HTML", doc_id=doc_id)

@@ -5,37 +5,23 @@ Nodes are held in document (pre-)order with parent index and subtree end, so tha
 descendants are an index range and document order is integer order. Indices are an
 implementation detail valid for one :class:`Document`; paths are the public identity.
 
-Cleaning (decided once, here): comments, processing instructions, ``script``, ``style``,
-``template``, ``noscript``, ``svg`` and embedded objects are dropped, and so are elements
-hidden with the ``hidden`` attribute or ``display:none``. Of ``<head>`` only ``<title>``
-stays. With ``boilerplate=True`` (the default) site chrome is dropped too: navigation,
-footers, tables of contents, permalink anchors and citation markers (see
-:data:`BOILERPLATE_CLASSES`). Whitespace-only text is kept only between two inline
-siblings (where it separates words) and inside ``<pre>``; text is otherwise stored as
-written, and rendering collapses whitespace. (Inside inline elements whitespace is kept:
-``<em>class</em><span> </span>name`` separates two words.) The same bytes always give the same paths.
+Documents are built by :mod:`spire_core.parse` (which documents cleaning and whitespace)
+from a tree of :class:`Element`. Structures derived from a document (heading chains, table
+grids, sentence index, ...) are kept on it through typed :class:`Memo` slots.
 """
 
 from __future__ import annotations
 
 import gc
-import html as html_lib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, Generic, TypeVar, cast
 
-import lxml.etree as etree
-import lxml.html
-
-from .decoding import DEFAULT_MAX_BYTES, decode
-from .errors import EmptyDocumentError, UnknownPathError
-
-if TYPE_CHECKING:
-    from .sentences import Sentence
+from .errors import UnknownPathError
 
 Path = tuple[int, ...]
 
@@ -88,85 +74,7 @@ INLINE_TAGS = (
     | SENTINELS
 )
 HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
-#: Blocks whose text is one unit: never split into several sentences.
-UNSPLIT_TAGS = frozenset({"pre", "dt", "th", "caption", "title"}) | frozenset(HEADING_LEVELS)
 
-DROP_TAGS = frozenset(
-    [
-        "script",
-        "style",
-        "template",
-        "noscript",
-        "svg",
-        "iframe",
-        "object",
-        "embed",
-        "canvas",
-        "meta",
-        "link",
-        "base",
-        "audio",
-        "video",
-        "source",
-        "track",
-        "map",
-        "area",
-        "param",
-        "dialog",
-    ]
-)
-#: Class names of site chrome dropped when ``boilerplate=True``.
-BOILERPLATE_CLASSES = frozenset(
-    [
-        "headerlink",
-        "navbox",
-        "vertical-navbox",
-        "mw-editsection",
-        "noprint",
-        "sphinxsidebar",
-        "related",
-        "navheader",
-        "navfooter",
-        "footer",
-        "toc",
-        "catlinks",
-        "mw-jump-link",
-        "printfooter",
-        "sortkey",
-        "mobile-nav",
-        "menu-wrapper",
-        "inline-search",
-        "version_switcher_placeholder",
-        "language_switcher_placeholder",
-        "mw-cite-backlink",
-        "references",
-        "reflist",
-        "metadata",
-        "ambox",
-        "navigation-not-searchable",
-    ]
-)
-#: Element ids of site chrome dropped when ``boilerplate=True``.
-#: (Wikipedia's citation markers, ``<sup class="reference">[1]</sup>``, are dropped too.)
-BOILERPLATE_IDS = frozenset(
-    [
-        "toc",
-        "footer",
-        "mw-navigation",
-        "mw-panel",
-        "mw-head",
-        "catlinks",
-        "siteSub",
-        "contentSub",
-        "jump-to-nav",
-        "mw-page-base",
-        "mw-head-base",
-    ]
-)
-BOILERPLATE_TAGS = frozenset({"nav", "footer"})
-BOILERPLATE_ROLES = frozenset({"navigation", "contentinfo", "search", "banner"})
-
-_DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
 _WS = re.compile(r"\s+")
 _EMPTY: Mapping[str, str] = {}
 
@@ -186,23 +94,23 @@ class Node:
         return self.tag is None
 
 
-class _E:
-    """Mutable element used while building: children are ``_E`` or ``str``."""
+class Element:
+    """Mutable element of a build tree (what :class:`Document` is made from): children are ``Element`` or ``str``."""
 
     __slots__ = ("attrs", "children", "tag")
 
     def __init__(self, tag: str, attrs: Mapping[str, str]) -> None:
         self.tag = tag
         self.attrs = attrs
-        self.children: list[_E | str] = []
+        self.children: list[Element | str] = []
 
 
 class Document:
-    """A parsed page. Build one with :func:`parse_html`."""
+    """A parsed page. Build one with :func:`spire_core.parse_html`."""
 
     def __init__(
         self,
-        root: _E | None,
+        root: Element | None,
         *,
         doc_id: str | None,
         encoding: str,
@@ -222,8 +130,8 @@ class Document:
         self.parent: list[int] = []
         self.children: list[list[int]] = []
         self.pos: list[int] = []
-        #: per-document memo of derived structures (heading chains, table grids, ...)
-        self.cache: dict[str, Any] = {}
+        #: values of the :class:`Memo` slots computed for this document (see :class:`Memo`)
+        self.memos: dict[Memo[Any], Any] = {}
         self._element_paths: dict[int, Path] = {}
         if root is not None:
             self._flatten(root)
@@ -232,8 +140,8 @@ class Document:
             kids = self.children[i]
             self.end[i] = self.end[kids[-1]] if kids else i + 1
 
-    def _flatten(self, root: _E) -> None:
-        stack: list[tuple[_E | str, int, int]] = [(root, -1, 0)]
+    def _flatten(self, root: Element) -> None:
+        stack: list[tuple[Element | str, int, int]] = [(root, -1, 0)]
         while stack:
             node, parent, pos = stack.pop()
             i = len(self.tag)
@@ -372,56 +280,66 @@ class Document:
         i = self.title_index
         return None if i is None else self.path(i)
 
-    @cached_property
-    def sentences(self) -> list[Sentence]:
-        """The sentence seeds of the document, in document order (see :mod:`spire_core.sentences`)."""
-        from .sentences import collect
-
-        with _gc_paused():
-            return collect(self)
-
     def has_content(self) -> bool:
         """Whether any text node outside ``<head>`` has visible text."""
         body = [i for i in self.children[0] if self.tag[i] != "head"] if self.tag else []
         return any(self.subtree_text(i).strip() for i in body)
 
 
-# -- parsing ---------------------------------------------------------------------------
-def parse_html(
-    html: str | bytes,
-    *,
-    doc_id: str | None = None,
-    segment: bool = True,
-    boilerplate: bool = True,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    require_content: bool = False,
-) -> Document:
-    """Parse HTML text or bytes into a :class:`Document`.
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
-    ``segment`` inserts sentence sentinels (NLTK Punkt); with ``segment=False`` paths are
-    those of the cleaned tree alone. ``boilerplate`` drops site chrome (module docstring).
-    Bytes honour a BOM and ``<meta charset>``; invalid sequences are replaced and counted in
-    ``Document.decode_errors``. Raises :class:`~spire_core.errors.NotHTMLError` for binary
-    input and :class:`~spire_core.errors.DocumentTooLargeError` beyond ``max_bytes``; with
-    ``require_content``, :class:`~spire_core.errors.EmptyDocumentError` when no visible text
-    is left (an empty page is otherwise a valid, empty :class:`Document`).
+
+class Memo(Generic[T]):
+    """A typed per-document slot for one derived structure.
+
+    Declared once at module level beside the code that computes it
+    (``HEADINGS = Memo(Headings)``); ``HEADINGS(doc)`` computes the value on first use and
+    keeps it in ``doc.memos``, so it lives exactly as long as the document.
     """
-    decoded = decode(html, max_bytes=max_bytes)
-    warnings = list(decoded.warnings)
-    with _gc_paused():  # millions of live objects: cyclic GC passes only cost time here
-        root = _build(_lxml_root(decoded.text, warnings), boilerplate)
-        if segment:
-            from .sentences import segment as segment_tree
 
-            segment_tree(root)
-        doc = Document(root, doc_id=doc_id, encoding=decoded.encoding, replaced=decoded.replaced, warnings=warnings)
-    if require_content and not doc.has_content():
-        raise EmptyDocumentError(f"document {doc_id!r} has no visible text")
-    return doc
+    __slots__ = ("compute",)
+
+    def __init__(self, compute: Callable[[Document], T]) -> None:
+        self.compute = compute
+
+    def __call__(self, doc: Document) -> T:
+        memos = doc.memos
+        if self in memos:
+            return cast("T", memos[self])
+        value = memos[self] = self.compute(doc)
+        return value
+
+
+class LRU(Generic[K, V]):
+    """A bounded mapping that forgets its least recently used entry beyond ``maxsize``."""
+
+    def __init__(self, maxsize: int) -> None:
+        if maxsize <= 0:
+            raise ValueError("maxsize must be positive")
+        self.maxsize = maxsize
+        self._data: OrderedDict[K, V] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def get(self, key: K) -> V | None:
+        """The value at ``key`` (now the most recently used), or ``None``."""
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while building (big pages: it turns linear work quadratic)."""
     was_enabled = gc.isenabled()
     gc.disable()
@@ -430,176 +348,3 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def parse_text(text: str, *, doc_id: str | None = None, segment: bool = True) -> Document:
-    """A :class:`Document` for plain text: each blank-line separated block becomes a paragraph."""
-    return parse_html(text_to_html(text), doc_id=doc_id, segment=segment)
-
-
-def text_to_html(text: str) -> str:
-    """The page :func:`parse_text` parses: one ``<p>`` per blank-line separated block."""
-    blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
-    return "<html><body>" + "".join(f"<p>{html_lib.escape(b)}</p>" for b in blocks) + "</body></html>"
-
-
-_XML_DECL_TEXT = re.compile(r"^\s*<\?xml[^>]*\?>")
-#: libxml2 drops whatever follows ``</html>``; browsers keep it in the body, and so do we.
-_LATE_END_TAGS = re.compile(r"</(?:body|html)\s*>", re.I)
-
-
-def _lxml_root(text: str, warnings: list[str]) -> Any:
-    text = _XML_DECL_TEXT.sub("", text, count=1)  # lxml rejects str input with an encoding declaration
-    text = _LATE_END_TAGS.sub("", text)
-    if not text.strip():
-        return lxml.html.document_fromstring("<html></html>")
-    parser = lxml.html.HTMLParser(huge_tree=True, remove_comments=False)
-    try:
-        root = lxml.html.document_fromstring(text, parser=parser)
-    except etree.ParserError:
-        return lxml.html.document_fromstring("<html></html>")
-    if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
-        warnings.append("nesting deeper than libxml2 allows: parsed with the deep-nesting fallback tokenizer")
-        return _DeepBuilder.parse(text)
-    return root
-
-
-def _dropped(el: Any, tag: str, parent_tag: str, boilerplate: bool) -> bool:
-    if tag in DROP_TAGS or (parent_tag == "head" and tag != "title"):
-        return True
-    attrs = el.attrib
-    if "hidden" in attrs or _DISPLAY_NONE.search(attrs.get("style", "")) or attrs.get("aria-hidden") == "true":
-        return True
-    if not boilerplate:
-        return False
-    if tag in BOILERPLATE_TAGS or attrs.get("role") in BOILERPLATE_ROLES or attrs.get("id") in BOILERPLATE_IDS:
-        return True
-    classes = attrs.get("class")
-    if not classes:
-        return False
-    names = classes.split()
-    return not BOILERPLATE_CLASSES.isdisjoint(names) or (tag == "sup" and "reference" in names)
-
-
-def _tag_name(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1].lower()
-
-
-def _build(lx_root: Any, boilerplate: bool) -> _E:
-    """Copy the lxml tree into ``_E`` nodes, cleaning as the module docstring says. Iterative."""
-    root = _E(_tag_name(lx_root.tag), dict(lx_root.attrib) or _EMPTY)
-    stack: list[tuple[Any, _E, bool]] = [(lx_root, root, False)]
-    elements: list[tuple[_E, bool]] = []
-    while stack:
-        lx, e, pre = stack.pop()
-        elements.append((e, pre))
-        if lx.text:
-            e.children.append(lx.text)
-        for child in lx:
-            raw = child.tag
-            if isinstance(raw, str):
-                tag = _tag_name(raw)
-                if not _dropped(child, tag, e.tag, boilerplate):
-                    ce = _E(tag, dict(child.attrib) or _EMPTY)
-                    e.children.append(ce)
-                    stack.append((child, ce, pre or tag == "pre"))
-            if child.tail:
-                e.children.append(child.tail)
-    for e, pre in elements:
-        e.children = _tidy(e.children, pre or e.tag in INLINE_TAGS)
-    return root
-
-
-def _is_inline(node: _E | str) -> bool:
-    return isinstance(node, str) or node.tag in INLINE_TAGS
-
-
-def _tidy(kids: list[_E | str], keep_space: bool) -> list[_E | str]:
-    """Merge adjacent strings; keep whitespace-only strings between inline siblings, in pre and inline elements."""
-    merged: list[_E | str] = []
-    for k in kids:
-        if isinstance(k, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += k
-        else:
-            merged.append(k)
-    if keep_space:
-        return merged
-    out: list[_E | str] = []
-    for n, k in enumerate(merged):
-        between_inline = 0 < n < len(merged) - 1 and _is_inline(merged[n - 1]) and _is_inline(merged[n + 1])
-        if isinstance(k, str) and not k.strip() and not between_inline:
-            continue
-        out.append(k)
-    return out
-
-
-class _DeepBuilder(HTMLParser):
-    """Fallback tree builder for pages nested deeper than libxml2 accepts.
-
-    Python's tokenizer feeds an lxml ``TreeBuilder`` (which has no depth limit) with the
-    usual implied end tags of HTML, so no content is lost however deep the nesting.
-    """
-
-    VOID = frozenset(
-        ["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"]
-    )
-    CLOSES: ClassVar[dict[str, frozenset[str]]] = {
-        "p": frozenset(["p"]),
-        "li": frozenset({"li"}),
-        "dt": frozenset({"dt", "dd"}),
-        "dd": frozenset({"dt", "dd"}),
-        "td": frozenset({"td", "th"}),
-        "th": frozenset({"td", "th"}),
-        "tr": frozenset({"tr", "td", "th"}),
-        "option": frozenset({"option"}),
-    }
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.builder = etree.TreeBuilder()
-        self.open: list[str] = []
-        self.builder.start("html", {})
-        self.open.append("html")
-
-    @classmethod
-    def parse(cls, text: str) -> Any:
-        b = cls()
-        b.feed(text)
-        b.close()
-        while b.open:
-            b.builder.end(b.open.pop())
-        return b.builder.close()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "html":
-            return
-        closes = self.CLOSES.get(tag, frozenset())
-        if (closes and self.open and self.open[-1] in closes) or (
-            tag not in INLINE_TAGS and self.open and self.open[-1] == "p"
-        ):
-            self.builder.end(self.open.pop())
-        self.builder.start(tag, {k: v or "" for k, v in attrs})
-        if tag in self.VOID:
-            self.builder.end(tag)
-        else:
-            self.open.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in self.VOID and self.open and self.open[-1] == tag:
-            self.builder.end(self.open.pop())
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "html" or tag not in self.open:
-            return
-        while self.open:
-            name = self.open.pop()
-            self.builder.end(name)
-            if name == tag:
-                break
-
-    def handle_data(self, data: str) -> None:
-        self.builder.data(data)
-
-    def handle_comment(self, data: str) -> None:
-        return

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 
 class SpireError(Exception):
-    """Base class of every error SPIRE raises on purpose."""
+    """Base class of every error SPIRE raises on purpose.
 
+    Raised with ``doc_id`` (where the failing page is known), the message reads
+    ``document 'doc_id': message`` and ``err.doc_id`` is set; the id is given once, where the
+    error is raised, never patched in afterwards.
+    """
 
-def naming(err: SpireError, doc_id: str | None) -> SpireError:
-    """``err`` (same class) with its message prefixed by ``document 'doc_id': `` and ``err.doc_id`` set."""
-    prefix = f"document {doc_id!r}: "
-    message = str(err)
-    if not message.startswith(prefix):
-        err.args = (prefix + message, *err.args[1:])
-    err.doc_id = doc_id  # type: ignore[attr-defined]
-    return err
+    def __init__(self, message: str, *, doc_id: str | None = None) -> None:
+        super().__init__(message if doc_id is None else f"document {doc_id!r}: {message}")
+        self.doc_id = doc_id
 
 
 class NotHTMLError(SpireError, ValueError):
@@ -24,8 +23,10 @@ class NotHTMLError(SpireError, ValueError):
 class DocumentTooLargeError(SpireError, ValueError):
     """The input exceeds the configured size limit."""
 
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"document is {size} bytes, over the limit of {limit} bytes (raise max_bytes to accept it)")
+    def __init__(self, size: int, limit: int, *, doc_id: str | None = None) -> None:
+        super().__init__(
+            f"document is {size} bytes, over the limit of {limit} bytes (raise max_bytes to accept it)", doc_id=doc_id
+        )
         self.size = size
         self.limit = limit
 
@@ -57,3 +58,11 @@ class BudgetError(SpireError, ValueError):
 
 class EvidenceFilterError(SpireError, RuntimeError):
     """The evidence filter's model call failed or its answer held no readable labels."""
+
+
+class MissingSourceError(SpireError, LookupError):
+    """A retrieved unit's source page is not in the framework's docstore (both adapters raise it)."""
+
+
+class DatabaseURIError(SpireError, ValueError):
+    """A database URI is not one the Postgres store helpers can use (``postgresql://...``)."""

@@ -8,6 +8,10 @@ the cleaned tree is written back as HTML with each citation's text wrapped in
 Marks never cross element boundaries: a citation is marked as runs of adjacent inline
 siblings (text, links, emphasis) it covers entirely, descending into block elements, so
 the output stays well nested even when citations overlap.
+
+The page is untrusted: scripts and embedded objects are dropped at parse time, and the
+output keeps no event handler (``on*``), ``style`` or ``srcdoc`` attribute and no URL with
+a scheme other than http(s), mailto, tel or ftp (``javascript:``, ``data:``, ``vbscript:``).
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import re
 from collections.abc import Mapping, Sequence
 
 from .citation import Citation
-from .document import INLINE_TAGS, SENTINELS, Document, parse_html
+from .document import INLINE_TAGS, SENTINELS, Document
 from .errors import UnknownPathError
+from .parse import parse_html
 from .paths import down_indices
 
 log = logging.getLogger(__name__)
@@ -29,6 +34,15 @@ VOID_TAGS = frozenset(
 )
 _ATTR_NAME = re.compile(r"^[^\s\"'>/=\x00-\x1f]+$")
 _LEGEND_CHARS = 160
+#: Attributes never written back: inline style (CSS can exfiltrate and overlay) and HTML-valued ones.
+_UNSAFE_ATTRS = frozenset(["style", "srcdoc", "formaction", "http-equiv"])
+#: Attributes holding URLs: kept only for relative URLs and the schemes in :data:`_SAFE_SCHEMES`.
+_URL_ATTRS = frozenset(
+    ["href", "src", "action", "poster", "background", "cite", "data", "srcset", "ping", "lowsrc", "dynsrc", "longdesc"]
+)
+_SAFE_SCHEMES = frozenset(["http", "https", "mailto", "tel", "ftp"])
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_URL_NOISE = re.compile(r"[\x00-\x20\x7f]+")  # browsers ignore these inside a scheme ("java\tscript:")
 
 STYLE = """
 mark.spire-cite { background: #ffe066; color: inherit; padding: 0 .1em; border-radius: 2px;
@@ -148,10 +162,22 @@ def _legend(cited: Sequence[Citation], anchored: set[int], quotes: Mapping[int, 
     return f'<div class="spire-legend"><strong>SPIRE: {count}</strong><ol>{"".join(items)}</ol></div>'
 
 
+def _safe(name: str, value: str) -> bool:
+    """Whether attribute ``name=value`` may be served: no event handlers, inline styles or
+    script URLs (the page is untrusted and the output may be served from an app's origin)."""
+    name = name.lower()
+    if not _ATTR_NAME.match(name) or name.startswith("on") or name in _UNSAFE_ATTRS:
+        return False
+    if name in _URL_ATTRS or name.endswith(":href"):
+        scheme = _SCHEME.match(_URL_NOISE.sub("", value))
+        return scheme is None or scheme.group(1).lower() in _SAFE_SCHEMES
+    return True
+
+
 def _start_tag(tag: str, attrs: Mapping[str, str]) -> str:
     parts = [tag]
     for name, value in attrs.items():
-        if _ATTR_NAME.match(name):
+        if _safe(name, value):
             parts.append(f'{name}="{html.escape(value, quote=True)}"')
     return "<" + " ".join(parts) + ">"
 

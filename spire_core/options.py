@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .size import SizeFn, approx_tokens
+
 #: Rendering of a path set.
 Fmt = Literal["markdown", "text"]
 #: What one seed is: a sentence, or a whole block leaf.
@@ -25,3 +27,18 @@ DEFAULT_FIRST_K = 32
 DEFAULT_FILL = 0.9
 #: Search rounds at most (the prefix doubles each round).
 DEFAULT_MAX_ROUNDS = 4
+#: The size function budgets and targets count with, in the core and both adapters: the same
+#: ``budget`` buys the same evidence everywhere, whatever is installed (the benchmark judge counts so too).
+DEFAULT_SIZE: SizeFn = approx_tokens
+#: Tokens of own and context text a passage is packed up to (``spire_core.passages``).
+DEFAULT_PASSAGE_TOKENS = 160
+#: Tokens the packaged embedding model reads (all-MiniLM-L6-v2): no passage renders longer, bar one sentence.
+MODEL_WINDOW = 256
+#: Name of a SPIRE index in a database (Postgres: the units' and the pages' tables are named after it).
+DEFAULT_INDEX_NAME = "spire"
+#: Dimensions of the packaged embedding model's vectors (all-MiniLM-L6-v2).
+MODEL_DIM = 384
+#: Share of the budget the table views may take from lower-ranked seeds (:mod:`spire_core.table_view`).
+DEFAULT_TABLE_SHARE = 0.9
+#: Tables that get a view at most, best-ranked first.
+DEFAULT_TABLE_VIEWS = 3

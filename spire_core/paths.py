@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .document import _E, Document, Path
+from .document import Document, Element, Path
 from .errors import PathFormatError
 
 PathSet = frozenset[Path]
@@ -62,10 +62,10 @@ def link(doc: Document, paths: Iterable[Path]) -> PathSet:
 
 def prune_indices(doc: Document, keep: set[int]) -> Document:
     """``Prune`` on indices: keep exactly the nodes reachable from the root through ``keep``."""
-    root: _E | None = None
+    root: Element | None = None
     if len(doc) and 0 in keep:
-        root = _E(doc.tag[0] or "", doc.attrs[0])
-        stack: list[tuple[int, _E]] = [(0, root)]
+        root = Element(doc.tag[0] or "", doc.attrs[0])
+        stack: list[tuple[int, Element]] = [(0, root)]
         while stack:
             i, e = stack.pop()
             for c in doc.children[i]:
@@ -75,7 +75,7 @@ def prune_indices(doc: Document, keep: set[int]) -> Document:
                 if tag is None:
                     e.children.append(doc.text[c])
                 else:
-                    ce = _E(tag, doc.attrs[c])
+                    ce = Element(tag, doc.attrs[c])
                     e.children.append(ce)
                     stack.append((c, ce))
     return Document(root, doc_id=doc.doc_id, encoding=doc.encoding, replaced=doc.decode_errors, warnings=())
@@ -97,7 +97,9 @@ def subdoc(doc: Document, paths: Iterable[Path]) -> Document:
 
 # -- compact string form ---------------------------------------------------------------
 ROOT_TOKEN = "~"
-_PATH_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)*")
+#: A child index has at most 18 digits (a page cannot have more children; int() of a longer run
+#: of digits may even exceed Python's int-conversion limit).
+_PATH_TEXT = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,18})*")
 
 
 def encode_paths(paths: Iterable[Path]) -> str:
@@ -115,9 +117,6 @@ def decode_paths(text: str) -> PathSet:
             out.add(())
             continue
         if not _PATH_TEXT.fullmatch(part):  # ASCII digits only: int() would also take " 1", "+1", "1_0"
-            raise PathFormatError(f"not a path: {part!r} in {text!r}")
-        path = tuple(int(k) for k in part.split("."))
-        if any(k < 0 for k in path):
-            raise PathFormatError(f"negative child index in {part!r}")
-        out.add(path)
+            raise PathFormatError(f"not a path: {part[:40]!r} in {text[:80]!r}")
+        out.add(tuple(int(k) for k in part.split(".")))
     return frozenset(out)

@@ -16,20 +16,23 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .context.tables import Grid, grid
-from .document import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Path
+from .document import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Memo, Path
+from .options import Fmt
 from .paths import link_indices
+from .tables import Grid, grid
 
 _WS = re.compile(r"\s+")
 _TIGHT = frozenset({"li", "dt", "dd"})
 _LISTS = frozenset({"ul", "ol", "menu"})
+#: ``li`` -> the number a browser shows for it
+_OL_NUMBERS: Memo[dict[int, int]] = Memo(lambda doc: {})
 
 
 def render(
     doc: Document,
     paths: Iterable[Path],
     *,
-    fmt: str = "markdown",
+    fmt: Fmt = "markdown",
     labels: Mapping[str, Iterable[Path]] | None = None,
 ) -> str:
     """Render the subdocument ``(doc, paths)`` as ``"markdown"`` or ``"text"``."""
@@ -41,7 +44,7 @@ def render_indices(
     doc: Document,
     nodes: Iterable[int],
     *,
-    fmt: str = "markdown",
+    fmt: Fmt = "markdown",
     labels: Mapping[str, Iterable[int]] | None = None,
 ) -> str:
     """:func:`render` on node indices (no path conversion)."""
@@ -181,7 +184,7 @@ class _Renderer:
 
     def number(self, li: int) -> int:
         """The number a browser shows for ``li``: ``start``, ``reversed`` and ``value`` honoured."""
-        numbers: dict[int, int] = self.doc.cache.setdefault("render.ol_numbers", {})
+        numbers = _OL_NUMBERS(self.doc)
         if li not in numbers:
             doc = self.doc
             parent = doc.parent[li]

@@ -10,7 +10,8 @@ sentence that begins with a link keeps the link whole. Headings, ``pre``, ``dt``
 and captions are one sentence each (never welded to the text below them).
 
 A sentence's path set (``SentPaths``) is its two sentinels plus every node whose whole
-subtree lies between them.
+subtree lies between them. :func:`sentence_index` is the one index of sentence starts that
+local context, the lists rule and the evidence views share.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from .document import _E, INLINE_TAGS, SENTENCE_BEG, SENTENCE_END, UNSPLIT_TAGS, Path
+from .document import HEADING_LEVELS, INLINE_TAGS, SENTENCE_BEG, SENTENCE_END, Document, Element, Memo, Path, gc_paused
 from .punkt import sentence_spans
 
-if TYPE_CHECKING:
-    from .document import Document
+#: Blocks whose text is one unit: never split into several sentences.
+UNSPLIT_TAGS = frozenset({"pre", "dt", "th", "caption", "title"}) | frozenset(HEADING_LEVELS)
 
 _WS = re.compile(r"\s+")
 _BREAKS = {"br": " "}
@@ -47,7 +47,7 @@ class Sentence:
 
 def sentences(doc: Document) -> list[Sentence]:
     """The sentence seeds of ``doc`` in document order (empty for ``segment=False`` documents)."""
-    return doc.sentences
+    return _SENTENCES(doc)
 
 
 def sentence_indices(doc: Document, beg: int, end: int) -> list[int]:
@@ -55,7 +55,12 @@ def sentence_indices(doc: Document, beg: int, end: int) -> list[int]:
     return [beg] + [i for i in range(beg + 1, end + 1) if doc.end[i] <= end + 1]
 
 
-def collect(doc: Document) -> list[Sentence]:
+def _collect(doc: Document) -> list[Sentence]:
+    with gc_paused():
+        return _collect_sentences(doc)
+
+
+def _collect_sentences(doc: Document) -> list[Sentence]:
     out: list[Sentence] = []
     beg = -1
     for i, tag in enumerate(doc.tag):
@@ -70,10 +75,59 @@ def collect(doc: Document) -> list[Sentence]:
     return out
 
 
+_SENTENCES: Memo[list[Sentence]] = Memo(_collect)
+
+
+@dataclass(frozen=True)
+class SentenceIndex:
+    """The citable units of a document in order, with their first node indices sorted.
+
+    The units are the sentences (``by_sentence``), or each non-blank text node when the
+    page has no sentence sentinels (``segment=False``).
+    """
+
+    #: first node index of each unit, ascending
+    begins: list[int]
+    #: node indices of each unit (a sentence's ``SentPaths``)
+    nodes: list[frozenset[int]]
+    #: whether the units are sentences (else text nodes)
+    by_sentence: bool
+
+    def __len__(self) -> int:
+        return len(self.begins)
+
+    def before(self, node: int) -> int:
+        """Position of the last unit starting at or before ``node`` (-1 if none)."""
+        return bisect_right(self.begins, node) - 1
+
+    def holding(self, node: int) -> int | None:
+        """Position of the unit whose nodes include ``node``, or ``None``."""
+        k = self.before(node)
+        return k if k >= 0 and node in self.nodes[k] else None
+
+
+def sentence_index(doc: Document) -> SentenceIndex:
+    """The (memoised) :class:`SentenceIndex` of ``doc``."""
+    return _INDEX(doc)
+
+
+def _index(doc: Document) -> SentenceIndex:
+    seeds = sentences(doc)
+    if seeds:
+        return SentenceIndex(
+            [s.span[0] for s in seeds], [frozenset(sentence_indices(doc, *s.span)) for s in seeds], by_sentence=True
+        )
+    texts = [i for i, t in enumerate(doc.tag) if t is None and doc.text[i].strip()]
+    return SentenceIndex(texts, [frozenset([i]) for i in texts], by_sentence=False)
+
+
+_INDEX: Memo[SentenceIndex] = Memo(_index)
+
+
 # -- segmentation of the build tree ----------------------------------------------------
-def segment(root: _E, split: Splitter = sentence_spans) -> None:
+def segment(root: Element, split: Splitter = sentence_spans) -> None:
     """Insert sentence sentinels into the build tree rooted at ``root`` (in place, iterative)."""
-    blocks: list[_E] = [root]
+    blocks: list[Element] = [root]
     while blocks:
         block = blocks.pop()
         if block.tag == "head":
@@ -100,12 +154,12 @@ def _runs(positions: list[int]) -> list[tuple[int, int]]:
 
 
 # A leaf is addressed by the chain of (container, position) from the block down.
-_Chain = list[tuple[_E, int]]
+_Chain = list[tuple[Element, int]]
 
 
-def _segment_run(block: _E, start: int, stop: int, split: Splitter, blocks: list[_E]) -> None:
+def _segment_run(block: Element, start: int, stop: int, split: Splitter, blocks: list[Element]) -> None:
     groups: list[list[_Chain]] = [[]]
-    stack: list[tuple[_E, int, _Chain]] = [(block, k, []) for k in range(stop - 1, start - 1, -1)]
+    stack: list[tuple[Element, int, _Chain]] = [(block, k, []) for k in range(stop - 1, start - 1, -1)]
     while stack:
         parent, k, chain = stack.pop()
         node = parent.children[k]
@@ -121,7 +175,7 @@ def _segment_run(block: _E, start: int, stop: int, split: Splitter, blocks: list
         _segment_leaves(block, leaves, split)
 
 
-def _segment_leaves(block: _E, leaves: list[_Chain], split: Splitter) -> None:
+def _segment_leaves(block: Element, leaves: list[_Chain], split: Splitter) -> None:
     texts = [_leaf(chain) for chain in leaves]
     text = "".join(texts)
     if not text.strip():
@@ -153,7 +207,7 @@ def _leaf(chain: _Chain) -> str:
 def _insert(chain: _Chain, offset: int, tag: str) -> None:
     parent, k = chain[-1]
     s = _leaf(chain)
-    sentinel = _E(tag, {})
+    sentinel = Element(tag, {})
     if 0 < offset < len(s):
         parent.children[k : k + 1] = [s[:offset], sentinel, s[offset:]]
         return

@@ -7,21 +7,21 @@ column labels.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from threading import Lock
-from typing import Any
+from typing import get_args
 
 from .context import HTML, Policy
-from .decoding import decode
-from .document import INLINE_TAGS, Document, Path, parse_html, parse_text
-from .errors import SpireError, naming
+from .decoding import DEFAULT_MAX_BYTES
+from .document import INLINE_TAGS, Document, Path
+from .options import Fmt, Unit
+from .parse import parse_page
 from .render import render_indices
-from .sentences import sentence_indices
+from .sentences import sentence_indices, sentences
 
-UNITS = ("sentence", "block")
+UNITS: tuple[Unit, ...] = get_args(Unit)
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,12 @@ class Seed:
     own_text: str
 
 
-def seeds(doc: Document, *, policy: Policy = HTML, fmt: str = "markdown", unit: str = "sentence") -> list[Seed]:
+def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: Unit = "sentence") -> list[Seed]:
     """The seeds of ``doc``: each sentence (``unit="sentence"``) or block leaf (``"block"``)."""
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
     groups: list[tuple[int, list[int], str]] = []
-    for s in doc.sentences:
+    for s in sentences(doc):
         nodes = sentence_indices(doc, *s.span)
         anchor = _block_of(doc, s.span[0]) if unit == "block" else s.span[0]
         if unit == "block" and groups and groups[-1][0] == anchor:
@@ -64,33 +64,6 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: str = "markdown", unit: 
     ]
 
 
-_TAGS = (
-    "html|head|body|title|div|p|span|a|ul|ol|li|dl|dt|dd|table|thead|tbody|tr|td|th|caption|h[1-6]|br|hr|pre|code"
-    "|section|article|main|header|footer|nav|aside|em|strong|b|i|img|meta|link|script|style|blockquote|figure"
-)
-_HTML = re.compile(rf"<!doctype\s+html|<(?:{_TAGS})(?:\s[^<>]*)?/?>|</(?:{_TAGS})\s*>", re.I)
-
-
-def is_html(text: str) -> bool:
-    """Whether ``text`` looks like HTML (a doctype or a known HTML tag)."""
-    return _HTML.search(text) is not None
-
-
-def parse_page(content: str | bytes, *, doc_id: str | None = None, **options: Any) -> Document:
-    """Parse a page that may be HTML or plain text (paragraphs separated by blank lines).
-
-    Binary data raises :class:`~spire_core.errors.NotHTMLError`; every SPIRE error raised
-    names ``doc_id`` in its message and ``doc_id`` attribute.
-    """
-    try:
-        text = decode(content, **{k: v for k, v in options.items() if k == "max_bytes"}).text
-        if is_html(text):
-            return parse_html(content, doc_id=doc_id, **options)
-        return parse_text(text, doc_id=doc_id, segment=options.get("segment", True))
-    except SpireError as err:
-        raise naming(err, doc_id) from None
-
-
 def _block_of(doc: Document, node: int) -> int:
     for anc in doc.ancestors(node):
         if doc.tag[anc] not in INLINE_TAGS:
@@ -101,12 +74,21 @@ def _block_of(doc: Document, node: int) -> int:
 class DocumentCache:
     """A bounded LRU of parsed documents: ``cache(doc_id)`` parses ``load(doc_id)`` once (with :func:`parse_page`)."""
 
-    def __init__(self, load: Callable[[str], str | bytes], *, maxsize: int = 64, **parse_options: Any) -> None:
+    def __init__(
+        self,
+        load: Callable[[str], str | bytes],
+        *,
+        maxsize: int = 64,
+        segment: bool = True,
+        boilerplate: bool = True,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
         if maxsize <= 0:
             raise ValueError("maxsize must be positive")
         self.load = load
         self.maxsize = maxsize
-        self.parse_options = parse_options
+        #: the :func:`parse_page` options every page is parsed with
+        self.segment, self.boilerplate, self.max_bytes = segment, boilerplate, max_bytes
         self._docs: OrderedDict[str, Document] = OrderedDict()
         self._lock = Lock()
 
@@ -116,7 +98,13 @@ class DocumentCache:
             if doc is not None:
                 self._docs.move_to_end(doc_id)
                 return doc
-        doc = parse_page(self.load(doc_id), doc_id=doc_id, **self.parse_options)
+        doc = parse_page(
+            self.load(doc_id),
+            doc_id=doc_id,
+            segment=self.segment,
+            boilerplate=self.boilerplate,
+            max_bytes=self.max_bytes,
+        )
         with self._lock:
             self._docs[doc_id] = doc
             while len(self._docs) > self.maxsize:

@@ -3,7 +3,11 @@
 SpireTransformer      HTML Documents -> one Document per sentence seed (a text-splitter drop-in)
 SpireRetriever        sentence search + document-aware aggregation under a token budget
 SpireEvidenceFilter   a document compressor: an LLM keeps only the evidence sentences
+
+The result schema (metadata keys, ids) is :mod:`spire_core.results`, shared with ``spire_llamaindex``.
 """
+
+from spire_core import MissingSourceError
 
 from ._source import citations_of, source_id
 from .compressor import SpireEvidenceFilter
@@ -12,6 +16,7 @@ from .retriever import SpireRetriever, default_embeddings
 from .transformer import SpireTransformer
 
 __all__ = [
+    "MissingSourceError",
     "SpireEvidenceFilter",
     "SpireRetriever",
     "SpireTransformer",

@@ -1,20 +1,16 @@
-"""Source identity and parsing shared by the transformer, the retriever and the compressor."""
+"""Source identity and the one docstore loader shared by the transformer, the retriever and the compressor."""
 
 from __future__ import annotations
 
 import hashlib
-import uuid
-from typing import Any
+from collections.abc import Callable
 
 from langchain_core.documents import Document as LCDocument
+from langchain_core.stores import BaseStore
 
-from spire_core import Citation, Path, encode_paths
+from spire_core import Citation, MissingSourceError
+from spire_core.results import citations_from
 
-#: Namespace of the deterministic sentence ids (``uuid5(SPIRE_NAMESPACE, f"{source}#{begin}")``).
-SPIRE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/langchain")
-
-#: Metadata keys SPIRE writes; stripped from source metadata before it is copied to results.
-SPIRE_KEYS = ("spire_source", "spire_paths", "spire_begin", "spire_seeds", "spire_cost", "spire_ids", "citations")
 
 def source_id(document: LCDocument) -> str:
     """The id of a source page: ``Document.id``, else ``metadata["source"]``, else a content hash.
@@ -29,16 +25,22 @@ def source_id(document: LCDocument) -> str:
     return "sha256:" + hashlib.sha256(document.page_content.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def sentence_id(source: str, begin: Path) -> str:
-    """Deterministic id of the seed of ``source`` that begins at ``begin``."""
-    return str(uuid.uuid5(SPIRE_NAMESPACE, f"{source}#{encode_paths([begin])}"))
+def page_loader(docstore: BaseStore[str, LCDocument]) -> Callable[[str], str]:
+    """``doc_id -> the page's stored HTML``; raises :class:`spire_core.MissingSourceError` when it is not stored."""
 
+    def load(doc_id: str) -> str:
+        found = docstore.mget([doc_id])[0]
+        if found is None:
+            raise MissingSourceError(
+                "the source page is not in the docstore: index pages with SpireRetriever.add_documents "
+                "(or from_html), or mset the source Documents under their ids",
+                doc_id=doc_id,
+            )
+        return found.page_content
 
-def user_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
-    """``metadata`` without the keys SPIRE writes."""
-    return {k: v for k, v in metadata.items() if k not in SPIRE_KEYS}
+    return load
 
 
 def citations_of(document: LCDocument) -> list[Citation]:
-    """The citations a SPIRE result carries in ``metadata["citations"]`` (empty for other documents)."""
-    return [Citation.from_dict(c) for c in document.metadata.get("citations") or ()]
+    """The citations a SPIRE result carries in ``metadata["spire_citations"]`` (empty for other documents)."""
+    return citations_from(document.metadata)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import Document as LCDocument
@@ -12,28 +12,27 @@ from langchain_core.documents.compressor import BaseDocumentCompressor
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.stores import BaseStore
-from pydantic import ConfigDict, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from spire_core import (
     HTML,
-    Citation,
     DocumentCache,
     Evidence,
     PathFormatError,
     Policy,
     Subdocument,
-    approx_tokens,
     aselect_evidence,
-    decode_paths,
-    encode_paths,
-    global_context,
-    render,
+    from_metadata,
     select_evidence,
+    subdocuments,
 )
 from spire_core import Document as SpireDocument
+from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
+from spire_core.results import DOC_ID, FILTER, filter_report
+from spire_core.size import SizeFn
 
-from ._source import citations_of, user_metadata
-from .retriever import SpireRetriever
+from ._source import page_loader
+from .retriever import SpireRetriever, result_document
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +45,11 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
     labelled, and ``llm`` (any chat model, LLM or runnable taking a prompt string) answers
     with the labels it needs, via :func:`spire_core.select_evidence`. The result is one
     ``Document`` per page that keeps a chosen sentence: the chosen sentences rendered with
-    their global context, ``metadata["citations"]`` holding exactly them.
+    their global context, ``metadata["spire_citations"]`` holding exactly them and
+    ``metadata["spire_filter"]`` what the model chose (``{"ok", "labels", "unknown", "error"}``).
 
     When the model fails or its answer holds no labels, ``on_error="keep"`` logs a warning
-    and returns the input documents unchanged (marked ``metadata["spire_filtered"] = False``);
+    and returns the input documents unchanged (with ``metadata["spire_filter"]["ok"] == False``);
     ``on_error="raise"`` raises :class:`spire_core.EvidenceFilterError`. Documents that
     did not come from a SPIRE retriever pass through unchanged.
 
@@ -62,11 +62,11 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
     llm: Runnable[Any, Any]
     documents: Callable[[str], SpireDocument] | None = None
     docstore: BaseStore[str, LCDocument] | None = None
-    target: int = 400
-    size: Callable[[str], int] = approx_tokens
+    target: int = Field(default=DEFAULT_TARGET, gt=0)
+    size: Callable[[str], int] = DEFAULT_SIZE
     policy: Policy = HTML
-    fmt: Literal["markdown", "text"] = "markdown"
-    on_error: Literal["keep", "raise"] = "keep"
+    fmt: Fmt = "markdown"
+    on_error: OnError = "keep"
 
     _pages: Callable[[str], SpireDocument] = PrivateAttr()
 
@@ -75,24 +75,33 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
         if self.documents is not None:
             self._pages = self.documents
         elif self.docstore is not None:
-            store = self.docstore
-
-            def load(source: str) -> str:
-                found = store.mget([source])[0]
-                if found is None:
-                    raise KeyError(f"source {source!r} is not in the docstore")
-                return found.page_content
-
-            self._pages = DocumentCache(load)
+            self._pages = DocumentCache(page_loader(self.docstore))
         else:
             raise ValueError("SpireEvidenceFilter needs documents (e.g. retriever.documents) or a docstore")
         return self
 
     @classmethod
-    def from_retriever(cls, retriever: SpireRetriever, llm: Runnable[Any, Any], **kwargs: Any) -> SpireEvidenceFilter:
-        """A filter sharing ``retriever``'s parsed pages, size function and policy."""
-        options: dict[str, Any] = {"size": retriever.size, "policy": retriever.policy, "fmt": retriever.fmt}
-        return cls(llm=llm, documents=retriever.documents, **{**options, **kwargs})
+    def from_retriever(
+        cls,
+        retriever: SpireRetriever,
+        llm: Runnable[Any, Any],
+        *,
+        target: int = DEFAULT_TARGET,
+        size: SizeFn | None = None,
+        policy: Policy | None = None,
+        fmt: Fmt | None = None,
+        on_error: OnError = "keep",
+    ) -> SpireEvidenceFilter:
+        """A filter sharing ``retriever``'s parsed pages (and, unless given, its size, policy and format)."""
+        return cls(
+            llm=llm,
+            documents=retriever.documents,
+            target=target,
+            size=retriever.size if size is None else size,
+            policy=retriever.policy if policy is None else policy,
+            fmt=retriever.fmt if fmt is None else fmt,
+            on_error=on_error,
+        )
 
     # -- LangChain Documents <-> SPIRE results ----------------------------------------------
     def _results(self, documents: Sequence[LCDocument]) -> tuple[list[LCDocument], list[Subdocument], list[LCDocument]]:
@@ -100,68 +109,42 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
         results: list[Subdocument] = []
         other: list[LCDocument] = []
         for doc in documents:
-            meta = doc.metadata
-            source, encoded = meta.get("spire_source"), meta.get("spire_paths")
-            if not isinstance(source, str) or not isinstance(encoded, str):
-                log.warning("evidence filter: a document without SPIRE metadata passes through unfiltered")
-                other.append(doc)
-                continue
             try:
-                paths = decode_paths(encoded)
-                seeds = decode_paths(meta.get("spire_seeds") or encoded)
+                sub = from_metadata(doc.metadata, doc.page_content, size=self.size)
             except PathFormatError as err:
                 log.warning("evidence filter: %s: the document passes through unfiltered", err)
+                sub = None
+            else:
+                if sub is None:
+                    log.warning("evidence filter: a document without SPIRE metadata passes through unfiltered")
+            if sub is None:
                 other.append(doc)
                 continue
-            cost = meta.get("spire_cost")
-            score = meta.get("score")
-            results.append(
-                Subdocument(
-                    doc_id=source,
-                    seeds=seeds,
-                    paths=paths,
-                    text=doc.page_content,
-                    cost=cost if isinstance(cost, int) else self.size(doc.page_content),
-                    score=float(score) if isinstance(score, int | float) else 0.0,
-                    citations=citations_of(doc),
-                )
-            )
+            results.append(sub)
             spire.append(doc)
         return spire, results, other
 
-    def _documents(self, inputs: list[LCDocument], evidence: Evidence) -> list[LCDocument]:
+    def _documents(self, inputs: list[LCDocument], results: list[Subdocument], evidence: Evidence) -> list[LCDocument]:
+        report = filter_report(evidence.selection)
         if not evidence.selection.ok:
             return [
-                LCDocument(page_content=d.page_content, metadata={**d.metadata, "spire_filtered": False})
+                LCDocument(id=d.id, page_content=d.page_content, metadata={**d.metadata, FILTER: report})
                 for d in inputs
             ]
-        chosen: dict[str, list[Citation]] = {}
-        for citation in evidence.citations:
-            chosen.setdefault(citation.doc_id, []).append(citation)
+        scores = {sub.doc_id: sub.score for sub in reversed(results)}  # the first result's score per page
+        chosen = {
+            sub.doc_id: sub
+            for sub in subdocuments(
+                evidence.citations, self._pages, policy=self.policy, fmt=self.fmt, size=self.size, scores=scores
+            )
+        }
         out: list[LCDocument] = []
         for doc in inputs:
-            source = doc.metadata["spire_source"]
-            citations = chosen.pop(source, None)
-            if not citations:
-                continue
-            page = self._pages(source)
-            seeds = frozenset(p for c in citations for p in c.paths)
-            paths = global_context(page, seeds, self.policy)
-            text = render(page, paths, fmt=self.fmt)
-            out.append(
-                LCDocument(
-                    page_content=text,
-                    metadata={
-                        **user_metadata(doc.metadata),
-                        "spire_source": source,
-                        "spire_paths": encode_paths(paths),
-                        "spire_seeds": encode_paths(seeds),
-                        "spire_cost": self.size(text),
-                        "citations": [c.to_dict() for c in citations],
-                        "spire_filtered": True,
-                    },
-                )
-            )
+            sub = chosen.pop(doc.metadata[DOC_ID], None)
+            if sub is not None:
+                kept = result_document(sub, doc)
+                kept.metadata[FILTER] = report
+                out.append(kept)
         return out
 
     # -- the compressor ---------------------------------------------------------------------
@@ -180,7 +163,7 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
             return _text(self.llm.invoke(prompt, config={"callbacks": callbacks}))
 
         evidence = select_evidence(query, results, self._pages, ask, **self._options())
-        return [*self._documents(spire, evidence), *other]
+        return [*self._documents(spire, results, evidence), *other]
 
     async def acompress_documents(
         self, documents: Sequence[LCDocument], query: str, callbacks: Callbacks | None = None
@@ -194,7 +177,7 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
             return _text(await self.llm.ainvoke(prompt, config={"callbacks": callbacks}))
 
         evidence = await aselect_evidence(query, results, self._pages, ask, **self._options())
-        return [*self._documents(spire, evidence), *other]
+        return [*self._documents(spire, results, evidence), *other]
 
 
 def _text(answer: Any) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from langchain_core.documents import Document as LCDocument
 
 from spire_core import Citation
+from spire_core.results import DOC_ID
 
 from ._source import citations_of, source_id
 
@@ -19,9 +20,7 @@ def numbered_citations(documents: Sequence[LCDocument]) -> list[Citation]:
     out: list[Citation] = []
     for doc in documents:
         cited = citations_of(doc)
-        out.extend(
-            cited or [Citation(str(doc.metadata.get("spire_source") or source_id(doc)), frozenset(), doc.page_content)]
-        )
+        out.extend(cited or [Citation(str(doc.metadata.get(DOC_ID) or source_id(doc)), frozenset(), doc.page_content)])
     return out
 
 

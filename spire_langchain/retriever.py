@@ -21,16 +21,19 @@ from spire_core import (
     HTML,
     DocumentCache,
     Hit,
+    MissingSourceError,
     PathFormatError,
     Policy,
     Subdocument,
     aggregate,
-    approx_tokens,
-    decode_paths,
-    encode_paths,
+    to_metadata,
+    unit_id,
 )
+from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
+from spire_core.results import RESULT_NAMESPACE, UNIT_IDS, unit_of, user_metadata
+from spire_core.size import SizeFn
 
-from ._source import source_id, user_metadata
+from ._source import page_loader, source_id
 from .transformer import SpireTransformer
 
 log = logging.getLogger(__name__)
@@ -59,9 +62,11 @@ class SpireRetriever(BaseRetriever):
     ``first_k``), and :func:`spire_core.aggregate` merges the hits per page, adds global
     context once per page and admits pages in rank order while the renderings fit the
     budget. Each result ``Document`` is one page: ``page_content`` is the merged rendering
-    and ``metadata`` holds the page's metadata plus ``spire_source``, ``spire_paths`` (the
-    rendered path set), ``spire_seeds``, ``spire_cost``, ``score`` and ``citations`` (one
-    :meth:`spire_core.Citation.to_dict` per admitted sentence).
+    and ``metadata`` holds the page's metadata plus :func:`spire_core.to_metadata`:
+    ``spire_doc_id``, ``spire_paths`` (the rendered path set), ``spire_seeds``,
+    ``spire_cost``, ``spire_score`` and ``spire_citations`` (one
+    :meth:`spire_core.Citation.to_dict` per admitted sentence); its ``id`` is
+    :func:`spire_core.unit_id` of the page and paths in the result namespace.
 
     ``k`` caps the number of pages returned (the budget then goes to the best ``k``).
     ``invoke(query, k=..., budget=...)`` overrides both per call; other keyword arguments
@@ -74,34 +79,29 @@ class SpireRetriever(BaseRetriever):
 
     vectorstore: VectorStore
     docstore: BaseStore[str, LCDocument]
-    budget: int = 1000
-    k: int | None = None
-    first_k: int = 32
-    max_rounds: int = 4
-    size: Callable[[str], int] = approx_tokens
+    budget: int = Field(default=DEFAULT_BUDGET, gt=0)
+    k: int | None = Field(default=None, gt=0)
+    first_k: int = Field(default=DEFAULT_FIRST_K, gt=0)
+    max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, gt=0)
+    fill: float = Field(default=DEFAULT_FILL, gt=0)
+    size: Callable[[str], int] = DEFAULT_SIZE
     policy: Policy = HTML
-    fmt: Literal["markdown", "text"] = "markdown"
+    fmt: Fmt = "markdown"
     scores: Literal["auto", "similarity", "distance", "relevance"] = "auto"
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     transformer: SpireTransformer = Field(default_factory=SpireTransformer)
-    cache_size: int = 64
+    cache_size: int = Field(default=64, gt=0)
 
     _documents: DocumentCache = PrivateAttr()
     _distance: bool | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        self._documents = DocumentCache(self._load, maxsize=self.cache_size)
+        self._documents = DocumentCache(page_loader(self.docstore), maxsize=self.cache_size)
 
     @property
     def documents(self) -> DocumentCache:
         """The bounded LRU of parsed pages (share it with :class:`~spire_langchain.SpireEvidenceFilter`)."""
         return self._documents
-
-    def _load(self, source: str) -> str:
-        found = self.docstore.mget([source])[0]
-        if found is None:
-            raise KeyError(f"source {source!r} is not in the docstore")
-        return found.page_content
 
     # -- construction and indexing ---------------------------------------------------------
     @classmethod
@@ -113,12 +113,22 @@ class SpireRetriever(BaseRetriever):
         vectorstore_cls: type[VectorStore] = InMemoryVectorStore,
         docstore: BaseStore[str, LCDocument] | None = None,
         transformer: SpireTransformer | None = None,
-        budget: int = 1000,
-        **kwargs: Any,
+        budget: int = DEFAULT_BUDGET,
+        k: int | None = None,
+        first_k: int = DEFAULT_FIRST_K,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        fill: float = DEFAULT_FILL,
+        size: SizeFn = DEFAULT_SIZE,
+        policy: Policy | None = None,
+        fmt: Fmt | None = None,
+        scores: Literal["auto", "similarity", "distance", "relevance"] = "auto",
+        search_kwargs: dict[str, Any] | None = None,
+        cache_size: int = 64,
     ) -> SpireRetriever:
         """Index HTML ``documents`` into a new ``vectorstore_cls`` and an in-memory docstore.
 
-        ``embeddings`` defaults to :func:`default_embeddings`; ``kwargs`` are retriever fields.
+        ``embeddings`` defaults to :func:`default_embeddings`; ``policy`` and ``fmt`` to the
+        transformer's; the other options are the retriever's fields.
         """
         transformer = transformer or SpireTransformer()
         prepared = _prepare(transformer, documents)
@@ -128,7 +138,22 @@ class SpireRetriever(BaseRetriever):
         )
         store: BaseStore[str, LCDocument] = docstore if docstore is not None else InMemoryStore()
         store.mset([(source, _record(page, ps)) for source, page, ps in prepared])
-        return cls(vectorstore=vectorstore, docstore=store, transformer=transformer, budget=budget, **kwargs)
+        return cls(
+            vectorstore=vectorstore,
+            docstore=store,
+            transformer=transformer,
+            budget=budget,
+            k=k,
+            first_k=first_k,
+            max_rounds=max_rounds,
+            fill=fill,
+            size=size,
+            policy=transformer.policy if policy is None else policy,
+            fmt=transformer.fmt if fmt is None else fmt,
+            scores=scores,
+            search_kwargs=dict(search_kwargs or {}),
+            cache_size=cache_size,
+        )
 
     def add_documents(self, documents: Iterable[LCDocument], *, force: bool = False) -> list[str]:
         """Index (or re-index) source pages; returns the ids of the sentence ``Document``\\ s added.
@@ -163,7 +188,7 @@ class SpireRetriever(BaseRetriever):
             self._documents.invalidate(source)
 
     def _old_ids(self, old: LCDocument) -> list[str]:
-        recorded = old.metadata.get("spire_ids")
+        recorded = old.metadata.get(UNIT_IDS)
         if isinstance(recorded, list):
             return [str(i) for i in recorded]
         return [str(p.id) for p in self.transformer.split(old)]  # a docstore filled by hand
@@ -204,28 +229,27 @@ class SpireRetriever(BaseRetriever):
         sources: set[str] = set()
         missing: set[str] = set()
         for doc, raw in pairs:
-            source = doc.metadata.get("spire_source")
-            encoded = doc.metadata.get("spire_paths")
-            if not isinstance(source, str) or not isinstance(encoded, str):
+            try:
+                unit = unit_of(doc.metadata)
+            except PathFormatError as err:
+                log.warning("hit %s skipped: %s", doc.id, err)
+                continue
+            if unit is None:
                 log.warning(
-                    "vector store entry %s is not a SPIRE sentence (no spire_source/spire_paths): skipped", doc.id
+                    "vector store entry %s is not a SPIRE sentence (no spire_doc_id/spire_paths): skipped", doc.id
                 )
                 continue
+            source, paths = unit
             if source not in sources:
                 if source in missing or (max_sources is not None and len(sources) >= max_sources):
                     continue
                 try:
                     self._documents(source)
-                except KeyError as err:
+                except MissingSourceError as err:
                     missing.add(source)
-                    log.warning("hits of %r skipped: %s", source, err.args[0] if err.args else err)
+                    log.warning("hits skipped: %s", err)
                     continue
                 sources.add(source)
-            try:
-                paths = decode_paths(encoded)
-            except PathFormatError as err:
-                log.warning("hit %s skipped: %s", doc.id, err)
-                continue
             score = float(raw)
             hits.append(Hit(source, paths, 1.0 / (1.0 + max(score, 0.0)) if distance else score))
         return hits
@@ -247,11 +271,12 @@ class SpireRetriever(BaseRetriever):
             search,
             documents=self._documents,
             budget=budget,
-            cost=self.size,
+            size=self.size,
             policy=self.policy,
             fmt=self.fmt,
             first_k=self.first_k,
             max_rounds=self.max_rounds,
+            fill=self.fill,
         )
 
     def _options(self, k: int | None, budget: int | None, kwargs: dict[str, Any]) -> tuple[int | None, int, dict]:
@@ -283,21 +308,7 @@ class SpireRetriever(BaseRetriever):
         return await loop.run_in_executor(_workers(), self._aggregate, self._search(raw, k), budget)
 
     def _to_documents(self, results: Sequence[Subdocument], pages: Sequence[LCDocument | None]) -> list[LCDocument]:
-        return [
-            LCDocument(
-                page_content=sub.text,
-                metadata={
-                    **(user_metadata(page.metadata) if page is not None else {}),
-                    "spire_source": sub.doc_id,
-                    "spire_paths": encode_paths(sub.paths),
-                    "spire_seeds": encode_paths(sub.seeds),
-                    "spire_cost": sub.cost,
-                    "score": sub.score,
-                    "citations": [c.to_dict() for c in sub.citations],
-                },
-            )
-            for sub, page in zip(results, pages, strict=True)
-        ]
+        return [result_document(sub, page) for sub, page in zip(results, pages, strict=True)]
 
     def _get_relevant_documents(
         self,
@@ -324,6 +335,15 @@ class SpireRetriever(BaseRetriever):
         return self._to_documents(results, await self.docstore.amget([r.doc_id for r in results]))
 
 
+def result_document(sub: Subdocument, page: LCDocument | None = None) -> LCDocument:
+    """The LangChain ``Document`` of one SPIRE result: the merged rendering, ``page``'s metadata plus SPIRE's."""
+    return LCDocument(
+        id=unit_id(sub.doc_id, sub.paths, namespace=RESULT_NAMESPACE),
+        page_content=sub.text,
+        metadata={**(user_metadata(page.metadata) if page is not None else {}), **to_metadata(sub)},
+    )
+
+
 @cache
 def _workers() -> ThreadPoolExecutor:
     """Threads that run the (CPU-bound) aggregation of async queries."""
@@ -347,5 +367,5 @@ def _prepare(
 def _record(page: LCDocument, pieces: Sequence[LCDocument]) -> LCDocument:
     """The docstore entry of a page: the page plus the ids of its sentences (for replacing it later)."""
     return LCDocument(
-        id=page.id, page_content=page.page_content, metadata={**page.metadata, "spire_ids": [p.id for p in pieces]}
+        id=page.id, page_content=page.page_content, metadata={**page.metadata, UNIT_IDS: [p.id for p in pieces]}
     )

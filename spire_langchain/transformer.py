@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, get_args
 
 from langchain_core.documents import BaseDocumentTransformer
 from langchain_core.documents import Document as LCDocument
 from langchain_core.runnables.config import run_in_executor
 
-from spire_core import HTML, NONE, Policy, encode_paths, parse_page, seeds
+from spire_core import HTML, NONE, Policy, parse_page, seeds, unit_id
 from spire_core import Document as SpireDocument
+from spire_core.options import Fmt, Unit
+from spire_core.results import unit_metadata, user_metadata
 
-from ._source import sentence_id, source_id, user_metadata
+from ._source import source_id
 
 log = logging.getLogger(__name__)
 
@@ -23,10 +26,12 @@ class SpireTransformer(BaseDocumentTransformer):
 
     Each output ``Document`` holds one seed: ``page_content`` is the sentence rendered with
     its global context (title, headings, list and table labels), ``metadata`` is the
-    source's metadata plus ``spire_source`` (the source id: ``Document.id``, else
+    source's metadata plus ``spire_doc_id`` (the source id: ``Document.id``, else
     ``metadata["source"]``), ``spire_paths`` (the seed's encoded path set) and
-    ``spire_begin``; ``id`` is deterministic (source id + begin path), so re-indexing a
-    page upserts instead of duplicating. Plain text is read with
+    ``spire_begin`` (:mod:`spire_core.results`, the keys ``spire_llamaindex`` writes too);
+    ``id`` is :func:`spire_core.unit_id` of the source id and the seed's path set, so
+    re-indexing a page upserts instead of duplicating. ``policy=NONE`` embeds bare units
+    (``include_global_context=False`` is its deprecated spelling). Plain text is read with
     :func:`spire_core.parse_text`; binary input raises :class:`spire_core.NotHTMLError`.
     """
 
@@ -34,24 +39,28 @@ class SpireTransformer(BaseDocumentTransformer):
         self,
         *,
         policy: Policy = HTML,
-        unit: Literal["sentence", "block"] = "sentence",
-        include_global_context: bool = True,
-        fmt: Literal["markdown", "text"] = "markdown",
+        unit: Unit = "sentence",
+        fmt: Fmt = "markdown",
+        include_global_context: bool | None = None,
     ) -> None:
-        if unit not in ("sentence", "block"):
-            raise ValueError(f"unit must be 'sentence' or 'block', not {unit!r}")
-        if fmt not in ("markdown", "text"):
-            raise ValueError(f"fmt must be 'markdown' or 'text', not {fmt!r}")
+        if unit not in get_args(Unit):
+            raise ValueError(f"unit must be one of {get_args(Unit)}, not {unit!r}")
+        if fmt not in get_args(Fmt):
+            raise ValueError(f"fmt must be one of {get_args(Fmt)}, not {fmt!r}")
+        if include_global_context is not None:
+            warnings.warn(
+                "include_global_context is deprecated: pass policy=spire_core.NONE for bare units",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if not include_global_context:
+                policy = NONE
         self.policy = policy
         self.unit = unit
-        self.include_global_context = include_global_context
         self.fmt = fmt
 
     def __repr__(self) -> str:
-        return (
-            f"SpireTransformer(policy={self.policy!r}, unit={self.unit!r}, "
-            f"include_global_context={self.include_global_context}, fmt={self.fmt!r})"
-        )
+        return f"SpireTransformer(policy={self.policy!r}, unit={self.unit!r}, fmt={self.fmt!r})"
 
     def parse(self, document: LCDocument) -> SpireDocument:
         """The parsed SPIRE document of a source ``Document``."""
@@ -61,21 +70,15 @@ class SpireTransformer(BaseDocumentTransformer):
         """The sentence (or block) ``Document``\\ s of one source ``Document``."""
         source = source_id(document)
         doc = parsed if parsed is not None else parse_page(document.page_content, doc_id=source)
-        policy = self.policy if self.include_global_context else NONE
-        units = seeds(doc, policy=policy, fmt=self.fmt, unit=self.unit)
+        units = seeds(doc, policy=self.policy, fmt=self.fmt, unit=self.unit)
         if not units:
             log.warning("source %r has no readable text: it yields no seeds", source)
         base = user_metadata(document.metadata)
         return [
             LCDocument(
-                id=sentence_id(source, seed.begin),
+                id=unit_id(source, seed.paths),
                 page_content=seed.text,
-                metadata={
-                    **base,
-                    "spire_source": source,
-                    "spire_paths": encode_paths(seed.paths),
-                    "spire_begin": encode_paths([seed.begin]),
-                },
+                metadata={**base, **unit_metadata(source, seed.paths, seed.begin)},
             )
             for seed in units
         ]

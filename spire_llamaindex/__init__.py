@@ -2,15 +2,20 @@
 
     from spire_llamaindex import SpireNodeParser, SpireRetriever, SpireEvidenceFilter
 
-Adapters only: every algorithm lives in :mod:`spire_core`.
+Adapters only: every algorithm lives in :mod:`spire_core`; the result schema (metadata
+keys, ids) is :mod:`spire_core.results`, shared with ``spire_langchain``.
 """
 
-from ._source import SPIRE_KEYS, MissingSourceError, SourceDocuments, node_id
-from .defaults import Store, StoreError, default_embed_model, load_store, save_store
+from spire_core import MissingSourceError
+from spire_core.results import SPIRE_KEYS
+
+from ._source import SourceDocuments
+from .embedding import default_embed_model
 from .index import IndexUpdate, build_index, html_files, read_page, remove_documents, store_sources, update_index
 from .parser import SpireNodeParser
 from .postprocessor import SpireEvidenceFilter
 from .retriever import SpireRetriever, citations_of, subdocument_of
+from .store import Store, StoreError, load_store, save_store
 
 __all__ = [
     "SPIRE_KEYS",
@@ -27,7 +32,6 @@ __all__ = [
     "default_embed_model",
     "html_files",
     "load_store",
-    "node_id",
     "read_page",
     "remove_documents",
     "save_store",

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode
@@ -13,38 +12,17 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from spire_core import (
     Document,
     DocumentCache,
-    Path,
-    SpireError,
-    encode_paths,
+    MissingSourceError,
     is_html,
     parse_page,
     parse_text,
     text_to_html,
 )
 from spire_core.decoding import DEFAULT_MAX_BYTES, decode
-from spire_core.errors import naming
 
 log = logging.getLogger("spire_llamaindex")
 
-#: Namespace of SPIRE node ids: ``uuid5(NAMESPACE, "doc_id#encoded-paths")`` (a citation key).
-NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/llamaindex")
-
-DOC_ID = "spire_doc_id"
-PATHS = "spire_paths"
-BEGIN = "spire_begin"
-SEEDS = "spire_seeds"
-COST = "spire_cost"
-CITATIONS = "citations"
-FILTER = "spire_filter"
-#: Metadata keys SPIRE writes; hidden from the embedded and the LLM-visible text.
-SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, SEEDS, COST, CITATIONS, FILTER)
-
 _MIME_KEYS = ("file_type", "mime_type", "mimetype", "content_type")
-
-
-def node_id(doc_id: str, paths: Iterable[Path], kind: str = "") -> str:
-    """Deterministic id of a path set of ``doc_id`` (re-indexing a page replaces, never duplicates)."""
-    return str(uuid.uuid5(NAMESPACE, f"{kind}{doc_id}#{encode_paths(paths)}"))
 
 
 def says_plain_text(metadata: Mapping[str, Any] | None) -> bool:
@@ -72,23 +50,16 @@ def parse_source(
     Raises the :class:`~spire_core.SpireError` subclass of the failure (``NotHTMLError``,
     ``DocumentTooLargeError``, ...) with the document id in its message and ``doc_id`` attribute.
     """
-    try:
-        if says_plain_text(metadata):
-            decode(text, max_bytes=max_bytes)  # binary data and oversized input fail here
-            return parse_text(text, doc_id=doc_id)
-        return parse_page(text, doc_id=doc_id, max_bytes=max_bytes, boilerplate=boilerplate)
-    except SpireError as err:
-        raise naming(err, doc_id) from None
+    if says_plain_text(metadata):
+        decode(text, max_bytes=max_bytes, doc_id=doc_id)  # binary data and oversized input fail here
+        return parse_text(text, doc_id=doc_id)
+    return parse_page(text, doc_id=doc_id, max_bytes=max_bytes, boilerplate=boilerplate)
 
 
 def source_text(node: BaseNode) -> str:
     """The stored text of a source node (the page's HTML)."""
     text = getattr(node, "text", None)
     return text if isinstance(text, str) else node.get_content(metadata_mode=MetadataMode.NONE)
-
-
-class MissingSourceError(SpireError, LookupError):
-    """A retrieved node's source page is not in the docstore."""
 
 
 class SourceDocuments:
@@ -123,19 +94,17 @@ class SourceDocuments:
         if doc_id in self._hashes and self._hashes[doc_id] != current:
             self.cache.invalidate(doc_id)
         self._hashes[doc_id] = current
-        try:
-            return self.cache(doc_id)
-        except SpireError as err:
-            raise naming(err, doc_id) from None
+        return self.cache(doc_id)
 
     def node(self, doc_id: str) -> BaseNode:
         """The stored source node (a LlamaIndex ``Document``) of ``doc_id``."""
         node = self.docstore.get_document(doc_id, raise_error=False)
         if node is None:
             raise MissingSourceError(
-                f"document {doc_id!r}: the source page is not in the docstore: store the source Documents "
+                "the source page is not in the docstore: store the source Documents "
                 "(SpireRetriever.from_documents and spire_llamaindex.build_index do; with an "
-                "IngestionPipeline pass docstore=... and give the retriever that docstore)"
+                "IngestionPipeline pass docstore=... and give the retriever that docstore)",
+                doc_id=doc_id,
             )
         return node
 

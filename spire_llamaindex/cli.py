@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K, DEFAULT_INDEX_NAME
+
 if TYPE_CHECKING:
     from llama_index.core.schema import NodeWithScore
 
@@ -38,17 +40,29 @@ def _parser() -> argparse.ArgumentParser:
 
     index = sub.add_parser("index", help="index every *.html under PAGES_DIR (re-running updates changed pages)")
     index.add_argument("pages", metavar="PAGES_DIR", type=Path)
-    index.add_argument("--store", required=True, type=Path, help="store folder (created if needed)")
+    index.add_argument("--store", type=Path, help="store folder (created if needed)")
+    index.add_argument("--db", metavar="URI", help="index into Postgres + pgvector instead (postgresql://...)")
+    index.add_argument("--table", default=DEFAULT_INDEX_NAME, help=f"index name in --db (default {DEFAULT_INDEX_NAME})")
+    index.add_argument(
+        "--ray", metavar="ADDRESS", help="ingest on Ray into --db: 'local' (a cluster of --workers CPUs) or an address"
+    )
+    index.add_argument("--workers", type=int, default=2, help="Ray embedding workers (default 2)")
     index.add_argument("--unit", choices=["sentence", "block"], default="sentence", help="seed unit")
     index.add_argument("--no-global-context", action="store_true", help="embed bare sentences (ablation)")
     index.add_argument("--rebuild", action="store_true", help="discard what the store holds and index afresh")
     index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
 
     query = sub.add_parser("query", help="retrieve cited evidence for a question")
-    query.add_argument("--store", required=True, type=Path)
+    query.add_argument("--store", type=Path)
+    query.add_argument("--db", metavar="URI", help="query a Postgres + pgvector index instead of --store")
+    query.add_argument("--table", default=DEFAULT_INDEX_NAME, help=f"index name in --db (default {DEFAULT_INDEX_NAME})")
     query.add_argument("question")
-    query.add_argument("--budget", type=int, default=1000, help="token budget of the result (default 1000)")
-    query.add_argument("--top-k", type=int, default=32, help="sentence hits searched first (default 32)")
+    query.add_argument(
+        "--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget of the result (default {DEFAULT_BUDGET})"
+    )
+    query.add_argument(
+        "--top-k", type=int, default=DEFAULT_FIRST_K, help=f"sentence hits searched first (default {DEFAULT_FIRST_K})"
+    )
     query.add_argument("--llm-base-url", help="OpenAI-compatible server for the evidence filter")
     query.add_argument("--llm-model", help="model name on that server")
     query.add_argument("--llm-api-key", default=os.environ.get("SPIRE_LLM_API_KEY", "unused"))
@@ -87,15 +101,22 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- index --------------------------------------------------------------------------------
 def _index(args: argparse.Namespace) -> int:
-    from spire_core import SpireError
+    from spire_core import HTML, NONE, SpireError
 
-    from .defaults import MANIFEST, StoreError, default_embed_model, load_store, parser_settings, save_store
+    from .embedding import default_embed_model
     from .index import build_index, html_files, read_page, remove_documents, update_index
     from .parser import SpireNodeParser
+    from .store import MANIFEST, StoreError, load_store, parser_settings, save_store
 
     pages: Path = args.pages
     if not pages.is_dir():
         raise UsageError(f"pages folder {str(pages)!r} does not exist or is not a folder")
+    if (args.store is None) == (args.db is None):
+        raise UsageError("give --store DIR or --db URI (one of them)")
+    if args.db is not None:
+        return _index_db(args)
+    if args.ray is not None:
+        raise UsageError("--ray writes to a database: give --db URI")
     files = html_files(pages)
     if not files:
         raise UsageError(f"no *.html files under {str(pages)!r}")
@@ -105,7 +126,7 @@ def _index(args: argparse.Namespace) -> int:
         raise UsageError(f"--store {str(store)!r} is a file, not a folder")
     if not exists and store.is_dir() and any(store.iterdir()):
         raise UsageError(f"--store {str(store)!r} is a non-empty folder that is not a SPIRE store: choose another")
-    parser = SpireNodeParser(unit=args.unit, include_global_context=not args.no_global_context)
+    parser = SpireNodeParser(unit=args.unit, policy=NONE if args.no_global_context else HTML)
 
     failed: dict[str, str] = {}
     documents = []
@@ -158,22 +179,54 @@ def _index(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _index_db(args: argparse.Namespace) -> int:
+    """``spire index PAGES --db URI [--ray ADDRESS]``: Postgres + pgvector, in this process or on Ray."""
+    from spire_core import HTML, NONE
+
+    from .parser import SpireNodeParser
+    from .ray_ingest import ray_index
+
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    parser = SpireNodeParser(unit=args.unit, policy=NONE if args.no_global_context else HTML)
+    # without --ray, a local cluster of one worker: one ingestion path whatever the scale
+    address, workers = (args.ray, args.workers) if args.ray is not None else ("local", 1)
+    report = ray_index(args.pages, args.db, table=args.table, address=address, workers=workers, parser=parser)
+    print(
+        f"indexed {report.pages - len(report.failed)} page(s), {report.units} units written, into table "
+        f"{args.table!r}: {len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} "
+        f"unchanged, {len(report.failed)} skipped ({report.pages_per_s:.2f} pages/s on {workers} worker(s))"
+    )
+    for doc_id, reason in sorted(report.failed.items()):
+        print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
+    return 1 if report.failed else 0
+
+
 # -- query --------------------------------------------------------------------------------
 def _citation_json(cit: Citation) -> dict[str, Any]:
     return {"id": cit.key(), **cit.to_dict()}
 
 
 def _query(args: argparse.Namespace) -> int:
-    from .defaults import load_store, read_manifest
+    from spire_core.results import COST, DOC_ID, FILTER, PATHS
+
     from .retriever import citations_of
+    from .store import load_store, read_manifest
 
     if args.budget <= 0 or args.top_k <= 0:
         raise UsageError("--budget and --top-k must be positive")
     if bool(args.llm_base_url) != bool(args.llm_model):
         raise UsageError("--llm-base-url and --llm-model go together")
-    read_manifest(args.store)  # a clear error before the model loads
-    store = load_store(args.store)
-    retriever = store.retriever(budget=args.budget, similarity_top_k=args.top_k)
+    if (args.store is None) == (args.db is None):
+        raise UsageError("give --store DIR or --db URI (one of them)")
+    if args.db is not None:
+        from .postgres import postgres_index
+        from .retriever import SpireRetriever
+
+        retriever = SpireRetriever(postgres_index(args.db, table=args.table), budget=args.budget, first_k=args.top_k)
+    else:
+        read_manifest(args.store)  # a clear error before the model loads
+        retriever = load_store(args.store).retriever(budget=args.budget, first_k=args.top_k)
     nodes: list[NodeWithScore] = retriever.retrieve(args.question)
     report: dict[str, Any] | None = None
     if args.llm_base_url:
@@ -190,7 +243,7 @@ def _query(args: argparse.Namespace) -> int:
             max_retries=0,
         )
         nodes = SpireEvidenceFilter(llm, retriever).postprocess_nodes(nodes, query_str=args.question)
-        reports = [n.node.metadata.get("spire_filter") for n in nodes]
+        reports = [n.node.metadata.get(FILTER) for n in nodes]
         report = next((r for r in reports if r), {"ok": True, "labels": [], "unknown": [], "error": None})
         if not report["ok"]:
             print(f"{PROG}: warning: evidence filter failed ({report['error']}): unfiltered citations", file=sys.stderr)
@@ -199,10 +252,10 @@ def _query(args: argparse.Namespace) -> int:
         meta = n.node.metadata
         results.append(
             {
-                "doc_id": meta.get("spire_doc_id"),
+                "doc_id": meta.get(DOC_ID),
                 "score": n.score,
-                "cost": meta.get("spire_cost"),
-                "paths": meta.get("spire_paths"),
+                "cost": meta.get(COST),
+                "paths": meta.get(PATHS),
                 "text": n.node.get_content(),
                 "citations": [_citation_json(c) for c in citations_of(n)],
             }
@@ -221,7 +274,7 @@ def _query(args: argparse.Namespace) -> int:
             print(f"  citation {cit['id']}{score}")
             print("    " + cit["text"].replace("\n", "\n    "))
         print()
-    if results:
+    if results and args.store is not None:
         print(f"highlight one: {PROG} show --store {args.store} 'CITATION_ID' --out page.html")
     return 0
 
@@ -233,7 +286,7 @@ def _show(args: argparse.Namespace) -> int:
     from spire_core import Citation, PathFormatError, UnknownPathError, decode_paths, highlight, text_to_html
 
     from ._source import SourceDocuments, is_plain_text, source_text
-    from .defaults import read_manifest
+    from .store import read_manifest
 
     citations = []
     for key in args.citations:

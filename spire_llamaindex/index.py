@@ -16,7 +16,6 @@ from tqdm.auto import tqdm
 
 from spire_core import SpireError
 from spire_core.decoding import DEFAULT_MAX_BYTES, decode
-from spire_core.errors import naming
 
 from ._source import log
 from .parser import SpireNodeParser
@@ -63,7 +62,7 @@ def build_index(
     """
     parser = parser or SpireNodeParser()
     if embed_model is None:
-        from .defaults import default_embed_model
+        from .embedding import default_embed_model
 
         embed_model = default_embed_model()
     index = VectorStoreIndex(
@@ -158,10 +157,7 @@ def read_page(path: str | Path, root: str | Path, *, max_bytes: int = DEFAULT_MA
     """
     path, root = Path(path), Path(root)
     doc_id = path.relative_to(root).as_posix()
-    try:
-        decoded = decode(path.read_bytes(), max_bytes=max_bytes)
-    except SpireError as err:
-        raise naming(err, doc_id) from None
+    decoded = decode(path.read_bytes(), max_bytes=max_bytes, doc_id=doc_id)
     if decoded.replaced:
         log.warning("document %r: %d invalid %s byte sequence(s) replaced", doc_id, decoded.replaced, decoded.encoding)
     return Document(

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, field_serializer
+from llama_index.core.bridge.pydantic import Field, field_serializer, model_validator
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
-from spire_core import HTML, NONE, Policy, SpireError, encode_paths, seeds
+from spire_core import HTML, NONE, Policy, SpireError, seeds, unit_id
 from spire_core.decoding import DEFAULT_MAX_BYTES
+from spire_core.options import Fmt, Unit
+from spire_core.results import SPIRE_KEYS, unit_metadata, user_metadata
 
-from ._source import BEGIN, DOC_ID, PATHS, SPIRE_KEYS, log, node_id, parse_source, source_text
+from ._source import log, parse_source, source_text
 
 
 class SpireNodeParser(NodeParser):
@@ -38,12 +41,16 @@ class SpireNodeParser(NodeParser):
     warning naming it.
     """
 
-    policy: Policy = Field(default=HTML, description="Global-context policy (spire_core.HTML by default).")
-    unit: Literal["sentence", "block"] = Field(default="sentence", description="Seed unit: sentence or block leaf.")
-    include_global_context: bool = Field(default=True, description="False: embed the bare unit (policy NONE).")
-    fmt: Literal["markdown", "text"] = Field(default="markdown", description="Rendering of node text.")
+    policy: Policy = Field(default=HTML, description="Global-context policy (spire_core.HTML; NONE: bare units).")
+    unit: Unit = Field(default="sentence", description="Seed unit: sentence or block leaf.")
+    fmt: Fmt = Field(default="markdown", description="Rendering of node text.")
     boilerplate: bool = Field(default=True, description="Drop site chrome (navigation, footers, ...).")
     max_bytes: int = Field(default=DEFAULT_MAX_BYTES, description="Largest page accepted (bytes).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deprecated_options(cls, data: Any) -> Any:
+        return without_global_context_flag(data)
 
     @field_serializer("policy")
     def _policy_name(self, policy: Policy) -> str:
@@ -52,11 +59,6 @@ class SpireNodeParser(NodeParser):
     @classmethod
     def class_name(cls) -> str:
         return "SpireNodeParser"
-
-    @property
-    def effective_policy(self) -> Policy:
-        """The policy node texts are rendered with (``NONE`` without global context)."""
-        return self.policy if self.include_global_context else NONE
 
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         out: list[BaseNode] = []
@@ -88,13 +90,11 @@ class SpireNodeParser(NodeParser):
             raise
         for warning in doc.warnings:
             log.warning("document %r: %s", doc_id, warning)
-        units = seeds(doc, policy=self.effective_policy, fmt=self.fmt, unit=self.unit)
+        units = seeds(doc, policy=self.policy, fmt=self.fmt, unit=self.unit)
         if not units:
             log.warning("document %r has no text to index: no nodes", doc_id)
             return []
-        base = dict(source.metadata) if self.include_metadata else {}
-        for key in SPIRE_KEYS:
-            base.pop(key, None)
+        base = user_metadata(source.metadata) if self.include_metadata else {}
         embed_hidden = [*source.excluded_embed_metadata_keys, *SPIRE_KEYS]
         llm_hidden = [*source.excluded_llm_metadata_keys, *SPIRE_KEYS]
         relationships = {NodeRelationship.SOURCE: source.as_related_node_info()}
@@ -102,14 +102,9 @@ class SpireNodeParser(NodeParser):
         for seed in units:
             out.append(
                 TextNode(
-                    id_=node_id(doc_id, seed.paths),
+                    id_=unit_id(doc_id, seed.paths),
                     text=seed.text,
-                    metadata={
-                        **base,
-                        DOC_ID: doc_id,
-                        PATHS: encode_paths(seed.paths),
-                        BEGIN: encode_paths([seed.begin]),
-                    },
+                    metadata={**base, **unit_metadata(doc_id, seed.paths, seed.begin)},
                     excluded_embed_metadata_keys=list(embed_hidden),
                     excluded_llm_metadata_keys=list(llm_hidden),
                     metadata_separator=source.metadata_separator,
@@ -123,3 +118,18 @@ class SpireNodeParser(NodeParser):
                 prev.relationships[NodeRelationship.NEXT] = nxt.as_related_node_info()
                 nxt.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
         return out
+
+
+def without_global_context_flag(data: Any) -> Any:
+    """Options with the deprecated ``include_global_context`` turned into ``policy`` (False: ``NONE``)."""
+    if not isinstance(data, dict) or "include_global_context" not in data:
+        return data
+    warnings.warn(
+        "include_global_context is deprecated: pass policy=spire_core.NONE for bare units",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    data = dict(data)
+    if not data.pop("include_global_context"):
+        data["policy"] = NONE
+    return data

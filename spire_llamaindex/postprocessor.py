@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, field_serializer
 from llama_index.core.llms import LLM
@@ -11,21 +11,12 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
-from spire_core import (
-    HTML,
-    Citation,
-    Evidence,
-    Policy,
-    SpireError,
-    Subdocument,
-    aselect_evidence,
-    global_context,
-    render,
-    select_evidence,
-)
-from spire_core.size import default_size
+from spire_core import HTML, Evidence, Policy, SpireError, Subdocument, aselect_evidence, select_evidence, subdocuments
+from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
+from spire_core.results import FILTER, filter_report
+from spire_core.size import SizeFn
 
-from ._source import FILTER, SourceDocuments, log
+from ._source import SourceDocuments, log
 from .retriever import SpireRetriever, as_sources, result_node, subdocument_of
 
 
@@ -36,7 +27,7 @@ class SpireEvidenceFilter(BaseNodePostprocessor):
     labelled, and one ``llm`` call (any LlamaIndex LLM: ``complete``/``acomplete``) returns the
     labels needed to answer the query (:func:`spire_core.select_evidence`). The output has one
     node per document that kept evidence: the selected units rendered with their global
-    context, ``metadata["citations"]`` the selected citations, and ``metadata["spire_filter"]``
+    context, ``metadata["spire_citations"]`` the selected citations, and ``metadata["spire_filter"]``
     what the model chose.
 
     ``source`` is the retriever (sharing its parsed-page cache), a docstore holding the
@@ -49,24 +40,38 @@ class SpireEvidenceFilter(BaseNodePostprocessor):
 
     llm: LLM = Field(description="The LLM that picks the labels.")
     sources: SourceDocuments = Field(exclude=True, description="Source pages by document id.")
-    target: int = Field(default=400, description="Size each result is expanded toward (size units).")
-    size: Callable[[str], int] = Field(default_factory=default_size, exclude=True, description="Size function.")
+    target: int = Field(default=DEFAULT_TARGET, gt=0, description="Size each result is expanded toward.")
+    size: Callable[[str], int] = Field(default=DEFAULT_SIZE, exclude=True, description="Size function.")
     policy: Policy = Field(default=HTML, description="Global-context policy of the citations.")
-    fmt: str = Field(default="markdown", description="Rendering of the kept evidence.")
-    on_error: Literal["keep", "raise"] = Field(default="keep", description="LLM failure: keep the input, or raise.")
+    fmt: Fmt = Field(default="markdown", description="Rendering of the kept evidence.")
+    on_error: OnError = Field(default="keep", description="LLM failure: keep the input, or raise.")
 
     def __init__(
         self,
         llm: LLM,
         source: SpireRetriever | BaseDocumentStore | SourceDocuments,
-        **kwargs: Any,
+        *,
+        target: int = DEFAULT_TARGET,
+        size: SizeFn | None = None,
+        policy: Policy | None = None,
+        fmt: Fmt | None = None,
+        on_error: OnError = "keep",
     ) -> None:
+        """``size``, ``policy`` and ``fmt`` default to the retriever's when ``source`` is one."""
         if isinstance(source, SpireRetriever):
-            kwargs.setdefault("policy", source.policy)
-            kwargs.setdefault("size", source.size)
-            kwargs.setdefault("fmt", source.fmt)
-        kwargs.update(llm=llm, sources=as_sources(source))
-        super().__init__(**kwargs)
+            size = source.size if size is None else size
+            policy = source.policy if policy is None else policy
+            fmt = source.fmt if fmt is None else fmt
+        fields: dict[str, Any] = {
+            "llm": llm,
+            "sources": as_sources(source),
+            "target": target,
+            "size": DEFAULT_SIZE if size is None else size,
+            "policy": HTML if policy is None else policy,
+            "fmt": "markdown" if fmt is None else fmt,
+            "on_error": on_error,
+        }
+        super().__init__(**fields)
 
     @field_serializer("policy")
     def _policy_name(self, policy: Policy) -> str:
@@ -125,43 +130,35 @@ class SpireEvidenceFilter(BaseNodePostprocessor):
         return self._apply(nodes, await aselect_evidence(query, subs, self.sources, ask, **self._options()))
 
     def _apply(self, nodes: Sequence[NodeWithScore], evidence: Evidence) -> list[NodeWithScore]:
-        selection = evidence.selection
-        report = {
-            "ok": selection.ok,
-            "labels": list(selection.labels),
-            "unknown": list(selection.unknown),
-            "error": selection.error,
-        }
-        if not selection.ok:  # degraded: select_evidence logged why; keep everything
+        report = filter_report(evidence.selection)
+        if not evidence.selection.ok:  # degraded: select_evidence logged why; keep everything
             return [_with_metadata(n, {FILTER: report}) if subdocument_of(n) else n for n in nodes]
-        by_doc: dict[str, list[Citation]] = {}
-        for cit in evidence.citations:
-            by_doc.setdefault(cit.doc_id, []).append(cit)
+        retrieved = [sub for n in nodes if (sub := subdocument_of(n)) is not None]
+        scores = {sub.doc_id: sub.score for sub in reversed(retrieved)}  # the first result's score per page
+        kept = {
+            sub.doc_id: sub
+            for sub in subdocuments(
+                evidence.citations, self.sources, policy=self.policy, fmt=self.fmt, size=self.size, scores=scores
+            )
+        }
         out: list[NodeWithScore] = []
         for n in nodes:
             sub = subdocument_of(n)
             if sub is None:
                 out.append(n)
-                continue
-            kept = by_doc.get(sub.doc_id)
-            if kept:
-                out.append(self._node(sub, kept, report))
+            elif sub.doc_id in kept:
+                out.append(self._node(kept.pop(sub.doc_id), report))
         if not any(subdocument_of(n) for n in out):
-            log.info("SpireEvidenceFilter: the model selected no evidence (%r)", selection.raw[:200])
+            log.info("SpireEvidenceFilter: the model selected no evidence (%r)", evidence.selection.raw[:200])
         return out
 
-    def _node(self, sub: Subdocument, kept: list[Citation], report: dict[str, Any]) -> NodeWithScore:
-        doc = self.sources(sub.doc_id)
-        seeds = frozenset(p for c in kept for p in c.paths)
-        paths = global_context(doc, seeds, self.policy)
-        text = render(doc, paths, fmt=self.fmt)
-        narrowed = Subdocument(sub.doc_id, seeds, paths, text, self.size(text), sub.score, list(kept))
+    def _node(self, sub: Subdocument, report: dict[str, Any]) -> NodeWithScore:
         try:
             source: BaseNode | None = self.sources.node(sub.doc_id)
         except SpireError:
             source = None
         return result_node(
-            narrowed,
+            sub,
             source,
             source_hash=self.sources.docstore.get_document_hash(sub.doc_id),
             extra={FILTER: report},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,29 +22,33 @@ from llama_index.core.schema import (
 )
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
-from spire_core import HTML, Citation, Hit, Policy, SpireError, Subdocument, aggregate, decode_paths, encode_paths
-from spire_core.size import SizeFn, default_size
-
-from ._source import (
-    CITATIONS,
-    COST,
-    DOC_ID,
-    PATHS,
-    SEEDS,
-    SPIRE_KEYS,
+from spire_core import (
+    HTML,
+    BudgetError,
+    Citation,
+    Hit,
     MissingSourceError,
-    SourceDocuments,
-    log,
-    node_id,
+    Policy,
+    SpireError,
+    Subdocument,
+    aggregate,
+    from_metadata,
+    to_metadata,
+    unit_id,
 )
+from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
+from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, unit_of, user_metadata
+from spire_core.size import SizeFn
+
+from ._source import SourceDocuments, log
+from .index import build_index
+from .parser import SpireNodeParser
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.storage.storage_context import StorageContext
 
-    from .parser import SpireNodeParser
-
-#: What the sentence search is built from: an index (grown by ``similarity_top_k``), a
+#: What the sentence search is built from: an index (grown from ``first_k``), a
 #: factory ``k -> retriever``, or any retriever (used as one ranked list).
 SentenceSearch = VectorStoreIndex | BaseRetriever | Callable[[int], BaseRetriever]
 
@@ -60,26 +65,15 @@ def as_sources(source: SourceDocuments | BaseDocumentStore | Any) -> SourceDocum
 
 
 def citations_of(node: BaseNode | NodeWithScore) -> list[Citation]:
-    """The citations a SPIRE result node carries (``metadata["citations"]``); empty for other nodes."""
+    """The citations a SPIRE result node carries (``metadata["spire_citations"]``); empty for other nodes."""
     if isinstance(node, NodeWithScore):
         node = node.node
-    return [Citation.from_dict(c) for c in node.metadata.get(CITATIONS) or ()]
+    return citations_from(node.metadata)
 
 
 def subdocument_of(node: NodeWithScore) -> Subdocument | None:
     """The :class:`spire_core.Subdocument` a SPIRE result node stands for (None for other nodes)."""
-    meta = node.node.metadata
-    if DOC_ID not in meta or SEEDS not in meta:
-        return None
-    return Subdocument(
-        doc_id=str(meta[DOC_ID]),
-        seeds=decode_paths(meta[SEEDS]),
-        paths=decode_paths(meta.get(PATHS, "")),
-        text=node.node.get_content(),
-        cost=int(meta.get(COST, 0)),
-        score=float(node.score or 0.0),
-        citations=citations_of(node),
-    )
+    return from_metadata(node.node.metadata, node.node.get_content(), score=float(node.score or 0.0))
 
 
 def result_node(
@@ -90,17 +84,7 @@ def result_node(
     extra: dict[str, Any] | None = None,
 ) -> NodeWithScore:
     """A LlamaIndex node for one SPIRE result (merged rendering, citations in metadata)."""
-    meta = {k: v for k, v in (source.metadata if source is not None else {}).items() if k not in SPIRE_KEYS}
-    meta.update(
-        {
-            DOC_ID: sub.doc_id,
-            PATHS: encode_paths(sub.paths),
-            SEEDS: encode_paths(sub.seeds),
-            COST: sub.cost,
-            CITATIONS: [c.to_dict() for c in sub.citations],
-            **(extra or {}),
-        }
-    )
+    meta = {**user_metadata(source.metadata if source is not None else {}), **to_metadata(sub), **(extra or {})}
     hidden_embed = [*(source.excluded_embed_metadata_keys if source is not None else ()), *SPIRE_KEYS]
     hidden_llm = [*(source.excluded_llm_metadata_keys if source is not None else ()), *SPIRE_KEYS]
     related = RelatedNodeInfo(
@@ -109,7 +93,7 @@ def result_node(
         hash=source_hash,
     )
     node = TextNode(
-        id_=node_id(sub.doc_id, sub.paths, kind="result:"),
+        id_=unit_id(sub.doc_id, sub.paths, namespace=RESULT_NAMESPACE),
         text=sub.text,
         metadata=meta,
         excluded_embed_metadata_keys=hidden_embed,
@@ -132,13 +116,14 @@ class SpireRetriever(BaseRetriever):
     """Vector search over sentence seeds, aggregated per document under a token budget.
 
     ``index`` holds the nodes of :class:`~spire_llamaindex.SpireNodeParser`: a
-    ``VectorStoreIndex`` (searched with ``similarity_top_k`` hits first, doubled while the
+    ``VectorStoreIndex`` (searched with ``first_k`` hits first, doubled while the
     result stays under the budget), a factory ``k -> retriever``, or any retriever (its
     results are one ranked list). ``docstore`` holds the source Documents (the HTML) under
     their ids; by default the index's own docstore. Each result is one node per document:
     its text is the merged rendering (charged against ``budget`` with ``size``), its score
-    the best hit's, and ``metadata["citations"]`` one :class:`spire_core.Citation` dict per
-    admitted sentence. SPIRE metadata is hidden from the LLM-visible text.
+    the best hit's, and its metadata :func:`spire_core.to_metadata` (``spire_citations``: one
+    :class:`spire_core.Citation` dict per admitted sentence), hidden from the LLM-visible text.
+    ``similarity_top_k`` is the deprecated name of ``first_k``.
 
     Hits whose source page is missing from the docstore are skipped with an ERROR log;
     :class:`MissingSourceError` is raised when no hit has its source.
@@ -149,19 +134,27 @@ class SpireRetriever(BaseRetriever):
         index: SentenceSearch,
         docstore: BaseDocumentStore | SourceDocuments | None = None,
         *,
-        budget: int = 1000,
-        size: SizeFn | None = None,
+        budget: int = DEFAULT_BUDGET,
+        size: SizeFn = DEFAULT_SIZE,
         policy: Policy = HTML,
-        fmt: str = "markdown",
-        similarity_top_k: int = 32,
-        max_rounds: int = 4,
-        fill: float = 0.9,
+        fmt: Fmt = "markdown",
+        first_k: int = DEFAULT_FIRST_K,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        fill: float = DEFAULT_FILL,
         cache_size: int = 64,
         retriever_kwargs: dict[str, Any] | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        similarity_top_k: int | None = None,
     ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+        if similarity_top_k is not None:
+            warnings.warn("similarity_top_k is deprecated: pass first_k", DeprecationWarning, stacklevel=2)
+            first_k = similarity_top_k
+        if budget <= 0:
+            raise BudgetError(f"budget must be positive, not {budget}")
+        if first_k <= 0 or max_rounds <= 0 or fill <= 0:
+            raise ValueError("first_k, max_rounds and fill must be positive")
         if docstore is None:
             if not isinstance(index, VectorStoreIndex):
                 raise TypeError("give the docstore that holds the source Documents")
@@ -171,10 +164,10 @@ class SpireRetriever(BaseRetriever):
             docstore if isinstance(docstore, SourceDocuments) else SourceDocuments(docstore, maxsize=cache_size)
         )
         self.budget = budget
-        self.size: SizeFn = size or default_size()
+        self.size = size
         self.policy = policy
         self.fmt = fmt
-        self.similarity_top_k = similarity_top_k
+        self.first_k = first_k
         self.max_rounds = max_rounds
         self.fill = fill
         self.retriever_kwargs = dict(retriever_kwargs or {})
@@ -189,12 +182,20 @@ class SpireRetriever(BaseRetriever):
         storage_context: StorageContext | None = None,
         parser: SpireNodeParser | None = None,
         show_progress: bool = False,
-        **kwargs: Any,
+        budget: int = DEFAULT_BUDGET,
+        size: SizeFn = DEFAULT_SIZE,
+        policy: Policy | None = None,
+        fmt: Fmt | None = None,
+        first_k: int = DEFAULT_FIRST_K,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        fill: float = DEFAULT_FILL,
+        cache_size: int = 64,
+        similarity_top_k: int | None = None,
     ) -> SpireRetriever:
-        """Parse ``documents`` (HTML), embed their seeds (the packaged model by default), store the sources."""
-        from .index import build_index
-        from .parser import SpireNodeParser
+        """Parse ``documents`` (HTML), embed their seeds (the packaged model by default), store the sources.
 
+        ``policy`` and ``fmt`` default to the parser's.
+        """
         parser = parser or SpireNodeParser()
         index = build_index(
             documents,
@@ -203,9 +204,18 @@ class SpireRetriever(BaseRetriever):
             storage_context=storage_context,
             show_progress=show_progress,
         )
-        kwargs.setdefault("policy", parser.effective_policy)
-        kwargs.setdefault("fmt", parser.fmt)
-        return cls(index, **kwargs)
+        return cls(
+            index,
+            budget=budget,
+            size=size,
+            policy=parser.policy if policy is None else policy,
+            fmt=parser.fmt if fmt is None else fmt,
+            first_k=first_k,
+            max_rounds=max_rounds,
+            fill=fill,
+            cache_size=cache_size,
+            similarity_top_k=similarity_top_k,
+        )
 
     # -- the sentence search -----------------------------------------------------------
     def _retriever(self, k: int) -> BaseRetriever:
@@ -220,16 +230,17 @@ class SpireRetriever(BaseRetriever):
         present: dict[str, bool] = {}
         for n in nodes:
             meta = n.node.metadata
-            doc_id, paths = meta.get(DOC_ID), meta.get(PATHS)
-            if not isinstance(doc_id, str) or not isinstance(paths, str):
+            unit = unit_of(meta)
+            if unit is None:
                 call.foreign += 1
                 continue
+            doc_id, paths = unit
             if doc_id not in present:
                 present[doc_id] = doc_id in self.sources
             if not present[doc_id]:
                 call.missing.add(doc_id)
                 continue
-            hits.append(Hit(doc_id, decode_paths(paths), float(n.score or 0.0)))
+            hits.append(Hit(doc_id, paths, float(n.score or 0.0)))
         call.hits = max(call.hits, len(nodes))
         return hits
 
@@ -246,10 +257,10 @@ class SpireRetriever(BaseRetriever):
             search,
             documents=self.sources,
             budget=self.budget,
-            cost=self.size,
+            size=self.size,
             policy=self.policy,
             fmt=self.fmt,
-            first_k=self.similarity_top_k,
+            first_k=self.first_k,
             max_rounds=self.max_rounds,
             fill=self.fill,
         )

@@ -1,4 +1,4 @@
-"""Global contextualization policies (Section 2.3) and local contextualization (Section 2.4)."""
+"""Global contextualization policies (Section 2.3); local context is :mod:`spire_core.local`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from .headers import HeadersRule
 from .lists import ListsRule
-from .local import local_context
 from .policy import NONE, Policy, Rule, compose
 from .tables import TablesRule
 from .title import TitleRule
@@ -39,5 +38,4 @@ __all__ = [
     "Rule",
     "compose",
     "global_context",
-    "local_context",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..document import HEADING_LEVELS
+from ..document import HEADING_LEVELS, Memo
 from .policy import Rule
 
 #: Containers whose headings scope only their own content (admonitions, asides, figures).
@@ -65,11 +65,12 @@ def _scope_end(doc: Document, heading: int) -> int:
     return len(doc)
 
 
+_HEADINGS: Memo[_Headings] = Memo(_Headings)
+
+
 def headings(doc: Document) -> _Headings:
-    table = doc.cache.get("headings")
-    if table is None:
-        table = doc.cache["headings"] = _Headings(doc)
-    return table
+    """The (memoised) heading chains of ``doc``."""
+    return _HEADINGS(doc)
 
 
 class HeadersRule(Rule):

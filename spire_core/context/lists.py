@@ -10,12 +10,11 @@ sentence, its lead-in.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..sentences import sentence_indices
-from .policy import Rule, inherited
+from ..sentences import sentence_index
+from .policy import Rule, contributions, inherited
 
 if TYPE_CHECKING:
     from ..document import Document
@@ -23,13 +22,14 @@ if TYPE_CHECKING:
 LIST_TAGS = frozenset({"ul", "ol", "dl", "menu"})
 ITEM_TAGS = frozenset({"li", "dd"})
 _SPECIAL = ITEM_TAGS | LIST_TAGS
+_LABELS = contributions()
 
 
 class ListsRule(Rule):
     name = "lists"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return inherited(doc, node, "lists_rule", lambda i: doc.tag[i] in _SPECIAL, lambda i: self._walk(doc, i))
+        return inherited(doc, node, _LABELS, lambda i: doc.tag[i] in _SPECIAL, lambda i: self._walk(doc, i))
 
     def _walk(self, doc: Document, node: int) -> tuple[int, ...]:
         out: list[int] = []
@@ -90,11 +90,8 @@ def _lead_in(doc: Document, lst: int) -> list[int]:
 
 
 def _last_sentence(doc: Document, block: int) -> list[int]:
-    begs = doc.cache.get("sentence_begs")
-    if begs is None:
-        begs = doc.cache["sentence_begs"] = [s.span[0] for s in doc.sentences]
-    k = bisect_right(begs, doc.end[block] - 1) - 1
-    if k < 0 or begs[k] < block:
+    index = sentence_index(doc)
+    k = index.before(doc.end[block] - 1)
+    if not index.by_sentence or k < 0 or index.begins[k] < block:
         return [block]  # no sentence seeds (segment=False): the whole paragraph
-    beg, end = doc.sentences[k].span
-    return sentence_indices(doc, beg, end)
+    return sorted(index.nodes[k])

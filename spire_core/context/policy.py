@@ -16,8 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..document import Memo
+
 if TYPE_CHECKING:
     from ..document import Document, Path
+
+#: A rule's memo of contributions, node -> contributed nodes (see :func:`inherited`).
+Contributions = Memo[dict[int, tuple[int, ...]]]
+
+
+def contributions() -> Contributions:
+    """A fresh, empty per-document memo slot for one rule's :func:`inherited` contributions."""
+    return Memo(lambda doc: {})
 
 
 class Rule:
@@ -70,10 +80,17 @@ class Policy:
 
 
 def inherited(
-    doc: Document, node: int, key: str, special: Callable[[int], bool], compute: Callable[[int], tuple[int, ...]]
+    doc: Document,
+    node: int,
+    memo_slot: Contributions,
+    special: Callable[[int], bool],
+    compute: Callable[[int], tuple[int, ...]],
 ) -> tuple[int, ...]:
-    """Memoised contribution for rules where a node that is not ``special`` contributes what its parent does."""
-    memo: dict[int, tuple[int, ...]] = doc.cache.setdefault(key, {})
+    """Memoised contribution for rules where a node that is not ``special`` contributes what its parent does.
+
+    ``memo_slot`` is the rule's own :class:`~spire_core.document.Memo` (node -> contribution).
+    """
+    memo = memo_slot(doc)
     chain: list[int] = []
     i = node
     while i not in memo:

@@ -1,147 +1,27 @@
 """Table rule (Section 2.3.4): a cell's row label, column label(s) and the table caption.
 
-Columns come from a real grid: ``rowspan``/``colspan`` are laid out as in the HTML table
-model, so a cell's column is its grid column, not its index in its row.
-
+The layout (grid, spans, header and group rows, caption) is :mod:`spire_core.tables`.
 Labels, the documented rule:
 
-* *Header rows* are the rows of ``<thead>`` and rows made only of ``<th>``. When a table
-  has no ``<th>`` and no ``<thead>`` at all, its first row is the header row (if the table
-  has another row).
 * A cell's *column labels* are the header-row cells above it that cover its columns.
-* A header row below the top made of one cell across the whole table is a *group row*: it
-  labels the rows under it up to the next group row (only the nearest one counts).
+* A group row (a full-width header row below the top) labels the rows under it up to the
+  next group row (only the nearest one counts).
 * A body cell's *row label* is the nearest ``<th>`` to its left in its row. When the row
   has none and the table has no ``<th>`` outside header rows, the row's first cell is the
   row label (the key column of most data tables).
-* Header cells get only the header cells above them; the caption labels every cell. A
-  table without ``<caption>`` takes as caption a ``<p class="title">`` just before it or
-  its wrapper (DocBook output such as the PostgreSQL manual).
+* Header cells get only the header cells above them; the caption labels every cell.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .policy import Rule, inherited
+from ..tables import CELL_TAGS, Grid, grid
+from .policy import Rule, contributions, inherited
 
 if TYPE_CHECKING:
     from ..document import Document
-
-CELL_TAGS = frozenset({"td", "th"})
-MAX_SPAN = 1000
-
-
-@dataclass
-class Grid:
-    """The layout of one table."""
-
-    table: int
-    caption: int | None = None
-    rows: list[int] = field(default_factory=list)  # tr indices, in order
-    cells: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)  # cell -> (row, col, colspan, rowspan)
-    at: dict[tuple[int, int], int] = field(default_factory=dict)  # (row, col) -> cell
-    header_rows: set[int] = field(default_factory=set)
-    #: full-width rows of one header cell below the top, each heading the rows under it
-    group_rows: set[int] = field(default_factory=set)
-    body_th: bool = False
-
-    def width(self) -> int:
-        return 1 + max((c for _, c in self.at), default=-1)
-
-
-def grid(doc: Document, table: int) -> Grid:
-    """The (cached) grid of the table element at ``table``."""
-    grids: dict[int, Grid] = doc.cache.setdefault("tables", {})
-    g = grids.get(table)
-    if g is None:
-        g = grids[table] = _layout(doc, table)
-    return g
-
-
-def _own_rows(doc: Document, table: int) -> tuple[list[int], set[int], int | None]:
-    rows: list[int] = []
-    in_head: set[int] = set()
-    caption = None
-    stack = [(c, False) for c in reversed(doc.children[table])]
-    while stack:
-        i, head = stack.pop()
-        tag = doc.tag[i]
-        if tag == "tr":
-            rows.append(i)
-            if head:
-                in_head.add(i)
-        elif tag == "caption" and caption is None:
-            caption = i
-        elif tag in ("thead", "tbody", "tfoot"):
-            stack.extend((c, tag == "thead") for c in reversed(doc.children[i]))
-    return rows, in_head, caption
-
-
-def _docbook_title(doc: Document, table: int) -> int | None:
-    """A ``<p class="title">`` just before the table or one of its two wrappers (DocBook tables)."""
-    node = table
-    for _ in range(3):
-        parent = doc.parent[node]
-        if parent < 0:
-            return None
-        siblings = doc.children[parent]
-        k = siblings.index(node)
-        if k > 0:
-            prev = siblings[k - 1]
-            if doc.tag[prev] == "p" and "title" in doc.attrs[prev].get("class", "").split():
-                return prev
-            return None
-        node = parent
-    return None
-
-
-def _span(value: str | None) -> int:
-    try:
-        n = int((value or "1").strip())
-    except ValueError:
-        return 1
-    return min(max(n, 1), MAX_SPAN)
-
-
-def _layout(doc: Document, table: int) -> Grid:
-    rows, in_head, caption = _own_rows(doc, table)
-    if caption is None:
-        caption = _docbook_title(doc, table)
-    g = Grid(table=table, caption=caption, rows=rows)
-    any_th = False
-    for r, tr in enumerate(rows):
-        col = 0
-        cells = [c for c in doc.children[tr] if doc.tag[c] in CELL_TAGS]
-        all_th = bool(cells)
-        for cell in cells:
-            while (r, col) in g.at:
-                col += 1
-            rs = _span(doc.attrs[cell].get("rowspan"))
-            cs = _span(doc.attrs[cell].get("colspan"))
-            g.cells[cell] = (r, col, cs, min(rs, len(rows) - r))
-            for dr in range(min(rs, len(rows) - r)):
-                for dc in range(cs):
-                    g.at.setdefault((r + dr, col + dc), cell)
-            col += cs
-            if doc.tag[cell] == "th":
-                any_th = True
-            else:
-                all_th = False
-        if tr in in_head or all_th:
-            g.header_rows.add(r)
-    if not any_th and not in_head and len(rows) > 1:
-        g.header_rows.add(0)
-    last = g.width() - 1
-    for r in sorted(g.header_rows):
-        if r and last > 0 and g.at.get((r, 0)) == g.at.get((r, last)):
-            g.group_rows.add(r)
-    g.header_rows -= g.group_rows
-    labelled = g.header_rows | g.group_rows
-    g.body_th = any(doc.tag[c] == "th" and g.cells[c][0] not in labelled for c in g.cells)
-    return g
 
 
 def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
@@ -173,11 +53,14 @@ def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
     return out
 
 
+_CELL_LABELS = contributions()
+
+
 class TablesRule(Rule):
     name = "tables"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return inherited(doc, node, "tables_rule", lambda i: doc.tag[i] in CELL_TAGS, lambda c: _cell_labels(doc, c))
+        return inherited(doc, node, _CELL_LABELS, lambda i: doc.tag[i] in CELL_TAGS, lambda c: _cell_labels(doc, c))
 
 
 def _cell_labels(doc: Document, cell: int) -> tuple[int, ...]:

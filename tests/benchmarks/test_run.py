@@ -176,7 +176,8 @@ def test_all_systems_one_process(dataset: Path, tmp_path: Path, capsys: pytest.C
     assert sorted(p.stem for p in out.glob("*.jsonl")) == sorted(ran)
     captured = capsys.readouterr()
     assert "spire-filter skipped" in captured.err
-    rows = [line.split("|")[1].strip() for line in captured.out.splitlines() if line.startswith("| ")]
+    systems_table = captured.out.split("\n\n")[0]
+    rows = [line.split("|")[1].strip() for line in systems_table.splitlines() if line.startswith("| ")]
     assert rows == ["system", *ran]
     summary = json.loads((out / "scores.json").read_text(encoding="utf-8"))
     for name in ran:
@@ -193,6 +194,24 @@ def test_all_systems_one_process(dataset: Path, tmp_path: Path, capsys: pytest.C
     assert _main(args, tmp_path, again) == 0
     assert again.calls == 0
     assert first == {name: (out / f"{name}.jsonl").read_text(encoding="utf-8") for name in ran}
+
+
+def test_report_per_question_class(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    out = tmp_path / "out"
+    assert _main(["--dataset", str(dataset), "--all", "--out", str(out)], tmp_path) == 0
+    report = capsys.readouterr().out.split("per question class")[1]
+    rows = {line.split("|")[1].strip(): line for line in report.splitlines() if line.startswith("| ")}
+    # q0 and q2 ask for "the first" boat / train; q1 has no shape
+    assert {"tag:table", "tag:prose", "shape:first", "shape:none"} <= set(rows)
+    summary = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    for name, classes in summary["classes"].items():
+        assert classes["tag:prose"]["questions"] == 2 and classes["tag:table"]["questions"] == 1
+        assert classes["shape:first"]["questions"] == 2 and classes["shape:none"]["questions"] == 1
+        # a class's recall is its members' share of answered questions, so the classes add up
+        whole = summary["scores"][name]["answer_recall"] * 3
+        assert classes["tag:prose"]["answer_recall"] * 2 + classes["tag:table"]["answer_recall"] == pytest.approx(
+            whole, abs=0.01
+        ), name
 
 
 def test_spire_filter_without_endpoint_exits(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):

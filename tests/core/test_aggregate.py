@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,7 +21,12 @@ from spire_core import (
     global_context,
     parse_html,
     render,
+    sentences,
 )
+from spire_core.document import LRU
+
+#: the module (``spire_core.aggregate`` the attribute is the function)
+aggregate_module = importlib.import_module("spire_core.aggregate")
 
 PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
 
@@ -32,7 +39,7 @@ The valid range of the timeout setting is between 30 seconds and one day.</p>
 
 def _foo() -> tuple[Document, Hit, Hit]:
     doc = parse_html(FOO, doc_id="foo")
-    generic, answer = (s for s in doc.sentences if s.text.startswith(("Foo is", "The valid")))
+    generic, answer = (s for s in sentences(doc) if s.text.startswith(("Foo is", "The valid")))
     return doc, Hit("foo", generic.paths, 0.9), Hit("foo", answer.paths, 0.8)
 
 
@@ -54,7 +61,7 @@ def _naive(doc: Document, hits: list[Hit], budget: int) -> list[Hit]:
 @lru_cache(maxsize=1)
 def _corpus() -> tuple[dict[str, Document], list[tuple[str, frozenset[tuple[int, ...]]]]]:
     docs = {p.name: parse_html(p.read_bytes(), doc_id=p.name) for p in sorted(PAGES.glob("*.html"))}
-    units = [(doc_id, s.paths) for doc_id, doc in docs.items() for s in doc.sentences]
+    units = [(doc_id, s.paths) for doc_id, doc in docs.items() for s in sentences(doc)]
     return docs, units
 
 
@@ -171,7 +178,7 @@ def test_citations_are_per_seed_with_their_own_global_context() -> None:
 
 def test_search_prefix_grows_until_exhausted() -> None:
     doc, x1, x2 = _foo()
-    pool = [x1, x2, *(Hit("foo", frozenset({p}), 0.5) for p in doc.sentences[0].paths)]
+    pool = [x1, x2, *(Hit("foo", frozenset({p}), 0.5) for p in sentences(doc)[0].paths)]
     calls: list[int] = []
 
     def search(k: int) -> list[Hit]:
@@ -214,9 +221,32 @@ def test_search_prefix_growth_is_bounded() -> None:
 def test_results_always_fit_the_budget(picks: list[int], budget: int) -> None:
     docs, units = _corpus()
     hits = _hits(units, [k % len(units) for k in picks])
-    results = aggregate(hits, documents=docs, budget=budget, cost=approx_tokens)
+    results = aggregate(hits, documents=docs, budget=budget, size=approx_tokens)
     assert sum(r.cost for r in results) <= budget
     for r in results:
         assert r.cost == approx_tokens(r.text)
         assert r.text == render(docs[r.doc_id], r.paths)
     assert len({r.doc_id for r in results}) == len(results)
+
+
+# -- options ---------------------------------------------------------------------------------
+def test_cost_keyword_is_deprecated_but_still_works() -> None:
+    doc, generic, answer = _foo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        by_size = aggregate([generic, answer], documents={"foo": doc}, budget=40, size=len)
+    with pytest.warns(DeprecationWarning, match="size="):
+        by_cost = aggregate([generic, answer], documents={"foo": doc}, budget=40, cost=len)
+    assert by_cost == by_size
+    assert sum(r.cost for r in by_size) == sum(len(r.text) for r in by_size)  # the size function was used
+
+
+def test_own_context_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aggregate_module, "OWN_MEMO_SIZE", 3)
+    doc = parse_html(FOO, doc_id="foo")
+    hits = [Hit("foo", frozenset({p}), 1.0) for p in doc.paths()]
+    assert len(hits) > 3
+    before = set(doc.memos)
+    aggregate(hits, documents={"foo": doc}, budget=10_000)
+    [own] = [doc.memos[m] for m in set(doc.memos) - before if isinstance(doc.memos[m], LRU)]
+    assert len(own) == 3

@@ -16,6 +16,7 @@ from spire_core import (
     SpireError,
     global_context,
     parse_html,
+    parse_page,
     render,
     sentences,
 )
@@ -82,7 +83,8 @@ def test_unknown_charset_falls_back_to_utf8_with_a_warning() -> None:
 
 
 def test_invalid_utf8_is_replaced_counted_and_kept() -> None:
-    data = b"<p>Good start here. Bad \xff\xfe bytes and \xc3( more. Good end.</p>"
+    # UTF-8 (the caf\xc3\xa9) with corrupt sequences: replaced, not re-detected as a legacy encoding
+    data = b"<p>Good start here. Bad caf\xc3\xa9 \xff\xfe bytes and \xc3( more. Good end.</p>"
     doc = parse_html(data)
     assert doc.decode_errors == 3
     assert any("replaced" in w for w in doc.warnings)
@@ -254,3 +256,37 @@ def test_twenty_megabyte_page() -> None:
     first_section = doc.path(doc.text.index("Part 0"))[:-3]  # section > div > h2 > text
     assert doc.get(first_section).tag == "section"
     assert "Sentence 3 of part 0 is about the history of the region" in render(doc, [first_section])
+
+
+# -- errors name the page once, where they are raised ------------------------------------
+def test_empty_page_error_names_the_document_once() -> None:
+    with pytest.raises(EmptyDocumentError) as info:
+        parse_page("<p> </p>", doc_id="x", require_content=True)
+    assert str(info.value).count("'x'") == 1
+    assert str(info.value).startswith("document 'x': ")
+    assert info.value.doc_id == "x"
+
+
+@pytest.mark.parametrize("content", ["", "  \n\n  "])
+def test_require_content_holds_for_plain_text(content: str) -> None:
+    with pytest.raises(EmptyDocumentError, match=r"'notes\.txt'"):
+        parse_page(content, doc_id="notes.txt", require_content=True)
+    assert not parse_page(content).has_content()  # without require_content an empty page is a document
+
+
+@pytest.mark.parametrize(
+    ("content", "error", "limit"),
+    [(b"%PDF-1.7 binary", NotHTMLError, DEFAULT_MAX_BYTES), ("<p>" + "x" * 200 + "</p>", DocumentTooLargeError, 100)],
+)
+def test_decoding_errors_name_the_document_once(content: str | bytes, error: type[SpireError], limit: int) -> None:
+    for doc_id in ("a.html", None):
+        with pytest.raises(error) as info:
+            parse_page(content, doc_id=doc_id, max_bytes=limit)
+        assert info.value.doc_id == doc_id
+        assert str(info.value).count("document 'a.html'") == (doc_id is not None)
+
+
+def test_parse_page_options_are_explicit() -> None:
+    with pytest.raises(TypeError):
+        parse_page("<p>x</p>", segmnt=False)  # type: ignore[call-arg]
+    assert "sentence-beg" not in parse_page("plain words. More words.", segment=False).tag

@@ -9,7 +9,7 @@ from pathlib import Path
 import lxml.html
 import pytest
 
-from spire_core import Citation, global_context, highlight, parse_html, render
+from spire_core import Citation, global_context, highlight, parse_html, render, sentences
 
 PAGE = Path(__file__).resolve().parents[2] / "examples" / "pages" / "postgresql-wal.html"
 
@@ -44,7 +44,7 @@ def _wal_citations(*needles: str) -> tuple[bytes, list[Citation]]:
     doc = parse_html(raw, doc_id="wal")
     cits = []
     for needle in needles:
-        s = next(s for s in doc.sentences if needle in s.text)
+        s = next(s for s in sentences(doc) if needle in s.text)
         cits.append(Citation("wal", s.paths, render(doc, global_context(doc, s.paths))))
     return raw, cits
 
@@ -80,7 +80,7 @@ def test_highlight_keeps_the_page() -> None:
     again = parse_html(out)
     assert again.title == original.title
     text = " ".join(lxml.html.document_fromstring(out).text_content().split())
-    for s in original.sentences[::25]:
+    for s in sentences(original)[::25]:
         assert s.text in text
 
 
@@ -102,7 +102,7 @@ def test_highlight_escapes_text_and_attributes() -> None:
         "</body></html>"
     )
     doc = parse_html(page, doc_id="x")
-    cits = [Citation("x", s.paths, s.text) for s in doc.sentences if s.text.startswith("1 <")]
+    cits = [Citation("x", s.paths, s.text) for s in sentences(doc) if s.text.startswith("1 <")]
     out = highlight(page, cits, doc_id="x")
     tree = lxml.html.document_fromstring(out)
     p = tree.find(".//p")
@@ -116,7 +116,7 @@ def test_highlight_escapes_text_and_attributes() -> None:
 def test_highlight_wraps_inline_markup_in_one_mark() -> None:
     page = "<html><body><p>Before. Her <a href='#'>notes</a> described <em>the</em> Engine. After.</p></body></html>"
     doc = parse_html(page)
-    s = next(s for s in doc.sentences if s.text.startswith("Her"))
+    s = next(s for s in sentences(doc) if s.text.startswith("Her"))
     [mark] = _marks(highlight(page, [Citation("d", s.paths, s.text)]))
     assert mark.text_content() == "Her notes described the Engine."
     assert [c.tag for c in mark] == ["a", "em"]
@@ -125,7 +125,7 @@ def test_highlight_wraps_inline_markup_in_one_mark() -> None:
 def test_overlapping_citations_nest() -> None:
     page = "<html><body><p>One two. Three four. Five six.</p><ul><li>Item a.</li><li>Item b.</li></ul></body></html>"
     doc = parse_html(page)
-    s = doc.sentences
+    s = sentences(doc)
     p = next(p for p in doc.paths() if doc.get(p).tag == "p")
     ul = next(p for p in doc.paths() if doc.get(p).tag == "ul")
     cits = [
@@ -149,7 +149,7 @@ def test_highlight_deep_pages_do_not_recurse() -> None:
     depth = 5000
     page = "<html><body>" + "<div>" * depth + "<p>Deep text here.</p>" + "</div>" * depth + "</body></html>"
     doc = parse_html(page)
-    [s] = doc.sentences
+    [s] = sentences(doc)
     out = highlight(page, [Citation("d", s.paths, s.text)])
     assert out.count("<mark") == 1 and "Deep text here." in out
 

@@ -24,6 +24,7 @@ from spire_core import (
     global_context,
     parse_html,
     render,
+    sentences,
 )
 from spire_core.document import HEADING_LEVELS
 from tests.core.strategies import html_pages, sentence_with
@@ -40,7 +41,7 @@ def added_texts(doc: Document, text: str, policy: Policy) -> list[str]:
     """Texts of the sentences (other than ``text``) that ``policy`` adds to the sentence ``text``."""
     seed = sentence_with(doc, text).paths
     got = down(doc, global_context(doc, seed, policy))  # an added element stands for its text
-    return [s.text for s in doc.sentences if s.text != text and any(p in got for p in s.paths if doc.get(p).is_text)]
+    return [s.text for s in sentences(doc) if s.text != text and any(p in got for p in s.paths if doc.get(p).is_text)]
 
 
 # -- Figure 1 --------------------------------------------------------------------------

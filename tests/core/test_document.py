@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from spire_core import TITLE, Document, UnknownPathError, global_context, parse_html
+from spire_core.document import LRU, Memo
 from tests.core.strategies import tree
 
 LISTING_1 = """<html>
@@ -174,3 +177,38 @@ def test_doc_id_and_encoding_are_recorded() -> None:
     assert doc.doc_id == "d1"
     assert doc.encoding == "utf-8"
     assert parse_html("<p>x</p>").encoding == "str"
+
+
+# -- memos -----------------------------------------------------------------------------------
+def test_memo_computes_once_per_document() -> None:
+    calls: list[Document] = []
+
+    def count_tags(doc: Document) -> int:
+        calls.append(doc)
+        return len(doc.tag)
+
+    memo: Memo[int] = Memo(count_tags)
+    a, b = parse_html("<p>a</p>"), parse_html("<p>b <em>c</em></p>")
+    assert [memo(a), memo(a), memo(b), memo(b)] == [len(a.tag), len(a.tag), len(b.tag), len(b.tag)]
+    assert calls == [a, b]
+
+
+@given(
+    keys=st.lists(st.integers(min_value=0, max_value=20), max_size=60), maxsize=st.integers(min_value=1, max_value=8)
+)
+def test_lru_keeps_the_most_recently_used(keys: list[int], maxsize: int) -> None:
+    lru: LRU[int, int] = LRU(maxsize)
+    recent: list[int] = []  # keys by last use, most recent last
+    for k in keys:
+        if lru.get(k) is None:
+            lru[k] = k * 10
+        recent = [r for r in recent if r != k] + [k]
+        assert len(lru) <= maxsize
+    kept = recent[-maxsize:]
+    assert len(lru) == len(kept)
+    assert all(lru.get(k) == k * 10 for k in kept)
+
+
+def test_lru_size_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        LRU(0)

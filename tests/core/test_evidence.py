@@ -29,6 +29,7 @@ from spire_core import (
     parse_labels,
     render,
     select_evidence,
+    sentences,
 )
 
 PAGE = Path(__file__).resolve().parents[2] / "examples" / "pages" / "postgresql-wal.html"
@@ -44,7 +45,7 @@ def _wal() -> Document:
 def _results(budget: int = 300, n: int = 12) -> tuple[list[Subdocument], dict[str, Document]]:
     doc = _wal()
     words = set(re.findall(r"\w+", QUESTION.lower()))
-    ranked = sorted(doc.sentences, key=lambda s: -len(words & set(re.findall(r"\w+", s.text.lower()))))
+    ranked = sorted(sentences(doc), key=lambda s: -len(words & set(re.findall(r"\w+", s.text.lower()))))
     hits = [Hit("wal", s.paths, 1.0 - k / 100) for k, s in enumerate(ranked[:n])]
     docs = {"wal": doc}
     return aggregate(hits, documents=docs, budget=budget), docs
@@ -69,9 +70,6 @@ def _label_of(views: list[View], needle: str) -> str:
         ("e2", ["E2"]),
         ("<E2>", ["E2"]),
         ('["<E5>", "</E1>"]', ["E5", "E1"]),
-        ("[2, 5]", ["E2", "E5"]),
-        ('["2", "3"]', ["E2", "E3"]),
-        ("2, 5", ["E2", "E5"]),
         ('["E3", "E3", "E1", "E3"]', ["E3", "E1"]),
         ('{"labels": ["E3"]}', ["E3"]),
         ("[E1, E3]", ["E1", "E3"]),
@@ -86,15 +84,29 @@ def test_parse_labels_reads_what_models_return(answer: str, labels: list[str]) -
     assert sel == Selection(labels, [], True, answer)
 
 
-@pytest.mark.parametrize("answer", ["", "   ", "[]", "```json\n[]\n```", "None.", "null", "Answer: []"])
-def test_parse_labels_empty_answers_select_nothing(answer: str) -> None:
+@pytest.mark.parametrize("answer", ["[]", "```json\n[]\n```", "Answer: []", '["E2"]... no, on reflection: []'])
+def test_parse_labels_an_empty_final_list_selects_nothing(answer: str) -> None:
     sel = parse_labels(answer, KNOWN)
     assert sel.ok and sel.labels == [] and sel.unknown == []
 
 
 @pytest.mark.parametrize(
     "answer",
-    ["I cannot determine this from the excerpts.", '["foo", "bar"]', "[true]", "{}", "The answer is 42 degrees"],
+    [
+        "I cannot determine this from the excerpts.",
+        '["foo", "bar"]',
+        "[true]",
+        "{}",
+        "The answer is 42 degrees",
+        # numbers are not labels, and "none" in words is not the empty list the prompt asks for
+        "[2, 5]",
+        '["2", "3"]',
+        "2, 5",
+        "",
+        "   ",
+        "None.",
+        "null",
+    ],
 )
 def test_parse_labels_without_labels_is_not_ok(answer: str) -> None:
     sel = parse_labels(answer, KNOWN)
@@ -116,7 +128,7 @@ def test_parse_labels_never_raises(answer: str) -> None:
 
 
 def test_parse_labels_accepts_non_strings() -> None:
-    assert parse_labels(None, KNOWN).ok  # type: ignore[arg-type]
+    assert not parse_labels(None, KNOWN).ok  # type: ignore[arg-type]
     assert parse_labels(["E1"], KNOWN).labels == ["E1"]  # type: ignore[arg-type]
 
 
@@ -131,7 +143,7 @@ def test_views_label_the_sentences_of_the_expanded_view() -> None:
     assert labels == [f"E{n}" for n in range(1, len(labels) + 1)]
     starts = [min(doc.index(p) for p in view.units[lab]) for lab in labels]
     assert starts == sorted(starts)  # document order
-    by_paths = {s.paths: s for s in doc.sentences}
+    by_paths = {s.paths: s for s in sentences(doc)}
     for lab in labels:
         sentence = by_paths[view.units[lab]]  # each unit is exactly one sentence
         body = re.search(rf"<{lab}>(.*?)</{lab}>", view.text, re.S)
@@ -151,7 +163,7 @@ def test_view_labels_run_on_across_views() -> None:
 
 def test_view_of_a_table_cell_labels_cells(example_pages: Path) -> None:
     doc = parse_html((example_pages / "wikipedia-table.html").read_bytes(), doc_id="t")
-    cell = next(s for s in doc.sentences if any(doc.tag[doc.parent[doc.index(p)]] == "td" for p in s.paths))
+    cell = next(s for s in sentences(doc) if any(doc.tag[doc.parent[doc.index(p)]] == "td" for p in s.paths))
     [result] = aggregate([Hit("t", cell.paths, 1.0)], documents={"t": doc}, budget=200)
     [view] = build_views([result], {"t": doc}, target=150)
     assert len(view.units) > 1

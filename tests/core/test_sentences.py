@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 
 from spire_core import Document, Sentence, encode_paths, parse_html, sentences
 from spire_core.document import INLINE_TAGS, SENTENCE_BEG, SENTENCE_END
+from spire_core.sentences import sentence_index, sentence_indices
 from tests.core.strategies import html_pages, inline_html, sentence_with, tree
 
 ROOT = FsPath(__file__).resolve().parents[2]
@@ -284,3 +285,29 @@ def test_real_page_invariants(example_pages: FsPath) -> None:
     doc = parse_html((example_pages / "python-json.html").read_bytes())
     _check_invariants(doc)
     assert len(sentences(doc)) > 100
+
+
+# -- the sentence index ----------------------------------------------------------------------
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(page=html_pages())
+def test_sentence_index_finds_the_sentence_of_each_node(page: str) -> None:
+    doc = parse_html(page)
+    index = sentence_index(doc)
+    seeds = sentences(doc)
+    if seeds:
+        assert index.by_sentence
+        assert index.begins == sorted(index.begins) == [s.span[0] for s in seeds]
+        assert [doc.to_paths(n) for n in index.nodes] == [s.paths for s in seeds]
+    held = {i: k for k, nodes in enumerate(index.nodes) for i in nodes}
+    for i in range(len(doc)):
+        assert index.holding(i) == held.get(i)
+
+
+def test_sentence_index_without_sentinels_is_the_text_nodes() -> None:
+    doc = parse_html("<p>One. Two.</p><p> </p><ul><li>three</li></ul>", segment=False)
+    index = sentence_index(doc)
+    assert not index.by_sentence
+    assert [doc.text[i] for i in index.begins] == ["One. Two.", "three"]
+    assert index.holding(doc.text.index("three")) == 1
+    assert index.before(0) == -1 and index.holding(0) is None
+    assert sentence_indices(doc, 0, 0) == [0]

@@ -69,8 +69,8 @@ def test_chat_model_over_http_keeps_only_the_answer(example_index: SpireRetrieve
     assert QUESTION in prompt and "<E1>" in prompt
     assert len(out) == 1
     doc = out[0]
-    assert doc.metadata["spire_source"] == "postgresql-wal.html"
-    assert doc.metadata["spire_filtered"] is True
+    assert doc.metadata["spire_doc_id"] == "postgresql-wal.html"
+    assert doc.metadata["spire_filter"]["ok"] is True
     assert doc.metadata["title"] == "postgresql-wal"
     [citation] = citations_of(doc)
     assert "30 seconds and one day" in citation.text and "checkpoint_timeout" in citation.text
@@ -91,7 +91,7 @@ def test_garbage_answer_over_http_degrades_and_loses_nothing(
         out = SpireEvidenceFilter.from_retriever(example_index, chat(stub)).compress_documents(docs, QUESTION)
     assert [d.page_content for d in out] == [d.page_content for d in docs]
     assert [citations_of(d) for d in out] == [citations_of(d) for d in docs]
-    assert all(d.metadata["spire_filtered"] is False for d in out)
+    assert all(d.metadata["spire_filter"]["ok"] is False for d in out)
     assert "evidence filter failed" in caplog.text and "no labels" in caplog.text
 
 
@@ -103,7 +103,7 @@ def test_slow_model_times_out_degrades_and_loses_nothing(
         stub.server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]  # late reply
         out = SpireEvidenceFilter.from_retriever(small, chat(stub, timeout=0.3)).compress_documents(docs, "espresso")
     assert [d.page_content for d in out] == [d.page_content for d in docs]
-    assert all(d.metadata["spire_filtered"] is False for d in out)
+    assert all(d.metadata["spire_filter"]["ok"] is False for d in out)
     assert "evidence filter failed" in caplog.text and "Timeout" in caplog.text
 
 
@@ -116,10 +116,10 @@ def test_on_error_raise(small: SpireRetriever) -> None:
 
 def test_unknown_labels_are_dropped_known_ones_kept(small: SpireRetriever, caplog: pytest.LogCaptureFixture) -> None:
     docs = small.invoke("brewing tea coffee minutes")
-    assert {"coffee.html", "tea.html"} <= {d.metadata["spire_source"] for d in docs}
+    assert {"coffee.html", "tea.html"} <= {d.metadata["spire_doc_id"] for d in docs}
     flt = SpireEvidenceFilter.from_retriever(small, chooser("steep for 4 minutes", extra="E999"))
     out = flt.compress_documents(docs, "How long does black tea steep?")
-    assert [d.metadata["spire_source"] for d in out] == ["tea.html"]
+    assert [d.metadata["spire_doc_id"] for d in out] == ["tea.html"]
     [citation] = citations_of(out[0])
     assert "Black tea: steep for 4 minutes" in citation.text
     assert "Green tea" not in out[0].page_content
@@ -153,7 +153,7 @@ def test_non_spire_documents_pass_through(small: SpireRetriever, caplog: pytest.
     flt = SpireEvidenceFilter.from_retriever(small, chooser("25 to 30 seconds"))
     out = flt.compress_documents([*docs, foreign], "espresso")
     assert out[-1] == foreign
-    assert [d.metadata["spire_source"] for d in out[:-1]] == ["coffee.html"]
+    assert [d.metadata["spire_doc_id"] for d in out[:-1]] == ["coffee.html"]
     assert "without SPIRE metadata" in caplog.text
     assert flt.compress_documents([foreign], "espresso") == [foreign]
 
@@ -183,7 +183,7 @@ async def test_contextual_compression_retriever(small: SpireRetriever) -> None:
     flt = SpireEvidenceFilter.from_retriever(small, chooser("80 to 120 psi"))
     pipeline = ContextualCompressionRetriever(base_compressor=flt, base_retriever=small)
     for out in (pipeline.invoke("road tyre pressure psi"), await pipeline.ainvoke("road tyre pressure psi")):
-        assert [d.metadata["spire_source"] for d in out] == ["bicycles.html"]
+        assert [d.metadata["spire_doc_id"] for d in out] == ["bicycles.html"]
         [citation] = citations_of(out[0])
         assert "80 to 120 psi" in citation.text and "Road" in citation.text
         assert "Mountain" not in out[0].page_content

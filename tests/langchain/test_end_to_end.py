@@ -32,7 +32,7 @@ def _check(retriever: SpireRetriever, docs: list[Document]) -> None:
     page = retriever.documents(citation.doc_id)
     assert render(page, global_context(page, citation.paths)) == citation.text
     best = docs[0]
-    assert best.metadata["spire_source"] == "postgresql-wal.html"
+    assert best.metadata["spire_doc_id"] == "postgresql-wal.html"
     assert best.metadata["title"] == "postgresql-wal"  # the page's own metadata is kept
     assert render(page, decode_paths(best.metadata["spire_paths"])) == best.page_content
     assert approx_tokens(best.page_content) == best.metadata["spire_cost"]
@@ -42,7 +42,7 @@ def _check(retriever: SpireRetriever, docs: list[Document]) -> None:
 def test_checkpoint_timeout_in_memory(example_index: SpireRetriever) -> None:
     docs = example_index.invoke(QUESTION)
     _check(example_index, docs)
-    assert docs[0].metadata["score"] >= docs[-1].metadata["score"]
+    assert docs[0].metadata["spire_score"] >= docs[-1].metadata["spire_score"]
 
 
 async def test_checkpoint_timeout_async(example_index: SpireRetriever) -> None:
@@ -68,6 +68,6 @@ def test_same_retriever_over_faiss(example_index: SpireRetriever, embeddings: Ca
     scores = [c.score for d in docs for c in citations_of(d)]
     assert all(s is not None and 0 < s <= 1 for s in scores)
     # the store's ranking decides: the same pages in the same order as in memory (cosine on unit vectors)
-    assert [d.metadata["spire_source"] for d in docs] == [
-        d.metadata["spire_source"] for d in example_index.invoke(QUESTION)
+    assert [d.metadata["spire_doc_id"] for d in docs] == [
+        d.metadata["spire_doc_id"] for d in example_index.invoke(QUESTION)
     ]

@@ -23,25 +23,25 @@ def retriever(keyword_embeddings: KeywordEmbeddings) -> SpireRetriever:
 
 def test_one_document_per_page_with_citations(retriever: SpireRetriever) -> None:
     docs = retriever.invoke("espresso shot seconds")
-    assert docs[0].metadata["spire_source"] == "coffee.html"
+    assert docs[0].metadata["spire_doc_id"] == "coffee.html"
     assert docs[0].metadata["source"] == "coffee.html"  # the page's own metadata travels
     assert "spire_ids" not in docs[0].metadata
-    assert len({d.metadata["spire_source"] for d in docs}) == len(docs)
+    assert len({d.metadata["spire_doc_id"] for d in docs}) == len(docs)
     for doc in docs:
-        page = retriever.documents(doc.metadata["spire_source"])
+        page = retriever.documents(doc.metadata["spire_doc_id"])
         paths = decode_paths(doc.metadata["spire_paths"])
         seeds = decode_paths(doc.metadata["spire_seeds"])
         assert seeds <= paths
         assert render(page, paths) == doc.page_content  # the text is a rendering of the path set
         assert doc.metadata["spire_cost"] == approx_tokens(doc.page_content)
         citations = citations_of(doc)
-        assert citations and all(c.doc_id == doc.metadata["spire_source"] for c in citations)
+        assert citations and all(c.doc_id == doc.metadata["spire_doc_id"] for c in citations)
         assert frozenset().union(*(c.paths for c in citations)) == seeds
         for c in citations:
             assert c.text == render(page, global_context(page, c.paths))
     espresso = [c for c in citations_of(docs[0]) if "25 to 30 seconds" in c.text]
     assert espresso and "## Espresso" in espresso[0].text
-    scores = [d.metadata["score"] for d in docs]
+    scores = [d.metadata["spire_score"] for d in docs]
     assert scores == sorted(scores, reverse=True)
 
 
@@ -59,7 +59,7 @@ def test_k_caps_the_pages_and_the_budget_goes_to_them(retriever: SpireRetriever)
     everything = retriever.invoke("brewing tea coffee cocoa tyre")
     assert len(everything) == 4
     two = retriever.invoke("brewing tea coffee cocoa tyre", k=2)
-    assert [d.metadata["spire_source"] for d in two] == [d.metadata["spire_source"] for d in everything[:2]]
+    assert [d.metadata["spire_doc_id"] for d in two] == [d.metadata["spire_doc_id"] for d in everything[:2]]
     capped = retriever.model_copy(update={"k": 1})
     assert len(capped.invoke("brewing tea coffee cocoa tyre")) == 1
     with pytest.raises(ValueError, match="k must be positive"):
@@ -67,10 +67,10 @@ def test_k_caps_the_pages_and_the_budget_goes_to_them(retriever: SpireRetriever)
 
 
 def test_search_kwargs_reach_the_store(retriever: SpireRetriever) -> None:
-    only_tea = retriever.invoke("brewing", filter=lambda d: d.metadata["spire_source"] == "tea.html")
-    assert [d.metadata["spire_source"] for d in only_tea] == ["tea.html"]
+    only_tea = retriever.invoke("brewing", filter=lambda d: d.metadata["spire_doc_id"] == "tea.html")
+    assert [d.metadata["spire_doc_id"] for d in only_tea] == ["tea.html"]
     fixed = retriever.model_copy(update={"search_kwargs": {"filter": lambda d: d.metadata["source"] == "cocoa.html"}})
-    assert [d.metadata["spire_source"] for d in fixed.invoke("brewing")] == ["cocoa.html"]
+    assert [d.metadata["spire_doc_id"] for d in fixed.invoke("brewing")] == ["cocoa.html"]
 
 
 def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: KeywordEmbeddings) -> None:
@@ -81,7 +81,7 @@ def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: 
     assert distances == sorted(distances) and distances[0] < distances[-1]  # FAISS L2: lower is closer
     docs = retriever.invoke(query)
     assert retriever._distance is True
-    assert docs[0].metadata["spire_source"] == ranked[0][0].metadata["spire_source"] == "bicycles.html"
+    assert docs[0].metadata["spire_doc_id"] == ranked[0][0].metadata["spire_doc_id"] == "bicycles.html"
     best = citations_of(docs[0])[0]
     assert best.score == pytest.approx(1 / (1 + float(distances[0])))
     assert all(0 < c.score <= 1 for d in docs for c in citations_of(d) if c.score is not None)
@@ -95,11 +95,11 @@ def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: 
 def test_explicit_score_modes(keyword_embeddings: KeywordEmbeddings, mode: str, store: type) -> None:
     retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, vectorstore_cls=store, scores=mode)
     docs = retriever.invoke("espresso shot seconds")
-    assert docs[0].metadata["spire_source"] == "coffee.html"
+    assert docs[0].metadata["spire_doc_id"] == "coffee.html"
     assert retriever._distance is None  # nothing inferred when the mode is given
     # the store's own numbers are reported, in the store's order
     best = retriever._raw("espresso shot seconds", 1, {})[0][1]
-    assert docs[0].metadata["score"] == pytest.approx(float(best))
+    assert docs[0].metadata["spire_score"] == pytest.approx(float(best))
 
 
 def test_foreign_and_stale_entries_are_skipped_loudly(
@@ -112,10 +112,10 @@ def test_foreign_and_stale_entries_are_skipped_loudly(
     )
     store.add_documents(list(gone), ids=[str(d.id) for d in gone])
     docs = retriever.invoke("espresso shot")
-    assert {d.metadata["spire_source"] for d in docs} <= set(SMALL_PAGES)
-    assert "coffee.html" in {d.metadata["spire_source"] for d in docs}
+    assert {d.metadata["spire_doc_id"] for d in docs} <= set(SMALL_PAGES)
+    assert "coffee.html" in {d.metadata["spire_doc_id"] for d in docs}
     assert "is not a SPIRE sentence" in caplog.text
-    assert "'deleted.html' is not in the docstore" in caplog.text
+    assert "document 'deleted.html': the source page is not in the docstore" in caplog.text
 
 
 def test_pages_are_parsed_once(retriever: SpireRetriever) -> None:
@@ -140,7 +140,7 @@ def test_plain_text_pages_round_trip(keyword_embeddings: KeywordEmbeddings) -> N
     text = "Sourdough needs a starter.\n\nFeed the starter every day with flour and water."
     retriever = SpireRetriever.from_html([Document(page_content=text, id="bread.txt")], keyword_embeddings)
     docs = retriever.invoke("feed the starter flour")
-    assert docs[0].metadata["spire_source"] == "bread.txt"
+    assert docs[0].metadata["spire_doc_id"] == "bread.txt"
     assert "Feed the starter every day" in docs[0].page_content
 
 
@@ -164,13 +164,13 @@ def test_upsert_replaces_a_changed_page(keyword_embeddings: KeywordEmbeddings, s
     assert stale and not retriever.vectorstore.get_by_ids(sorted(stale))
     assert len(retriever.vectorstore.get_by_ids(added)) == len(added)
     docs = retriever.invoke("black tea steep minutes")
-    tea = [d for d in docs if d.metadata["spire_source"] == "tea.html"]
+    tea = [d for d in docs if d.metadata["spire_doc_id"] == "tea.html"]
     assert tea and "Oolong" in tea[0].page_content and "Black tea" not in tea[0].page_content
     assert tea[0].metadata["v"] == 2
     assert all("Black tea" not in c.text for d in docs for c in citations_of(d))
     retriever.delete_sources(["tea.html"])
     assert not retriever.vectorstore.get_by_ids(added)
-    assert "tea.html" not in {d.metadata["spire_source"] for d in retriever.invoke("oolong tea")}
+    assert "tea.html" not in {d.metadata["spire_doc_id"] for d in retriever.invoke("oolong tea")}
 
 
 def test_upsert_without_recorded_ids(keyword_embeddings: KeywordEmbeddings) -> None:
@@ -184,7 +184,7 @@ def test_upsert_without_recorded_ids(keyword_embeddings: KeywordEmbeddings) -> N
     retriever = SpireRetriever(vectorstore=store, docstore=docstore)
     before = len(store.store)
     retriever.add_documents([Document(page_content="<p>Cocoa is gone.</p>", metadata={"source": "cocoa.html"})])
-    cocoa = [d for d in sentences if d.metadata["spire_source"] == "cocoa.html"]
+    cocoa = [d for d in sentences if d.metadata["spire_doc_id"] == "cocoa.html"]
     assert len(store.store) == before - len(cocoa) + 1
 
 
@@ -210,4 +210,4 @@ async def test_many_concurrent_async_queries(retriever: SpireRetriever) -> None:
     queries = [f"espresso shot seconds {n}" for n in range(24)]
     # (the default executor deadlocks here; the wait only turns a hang into a failure)
     results = await asyncio.wait_for(asyncio.gather(*(retriever.ainvoke(q) for q in queries)), timeout=120)
-    assert all(r and r[0].metadata["spire_source"] == "coffee.html" for r in results)
+    assert all(r and r[0].metadata["spire_doc_id"] == "coffee.html" for r in results)

@@ -16,9 +16,10 @@ from spire_core import (
     parse_text,
     render,
     seeds,
+    unit_id,
 )
 from spire_langchain import SpireTransformer
-from spire_langchain._source import sentence_id, source_id
+from spire_langchain._source import source_id
 
 from .conftest import SMALL_PAGES
 
@@ -45,7 +46,7 @@ def test_one_document_per_sentence_seed_with_context_and_paths() -> None:
     assert "25 to 30 seconds" in espresso.page_content
     assert espresso.metadata["lang"] == "en"
     assert espresso.metadata["source"] == "coffee.html"
-    assert espresso.metadata["spire_source"] == "coffee.html"
+    assert espresso.metadata["spire_doc_id"] == "coffee.html"
     paths = decode_paths(espresso.metadata["spire_paths"])
     assert paths == expected[-1].paths
     assert decode_paths(espresso.metadata["spire_begin"]) == {expected[-1].begin}
@@ -59,8 +60,7 @@ def test_ids_are_deterministic_and_unique() -> None:
     again = SpireTransformer().transform_documents([Document(page_content=COFFEE, metadata={"source": "coffee.html"})])
     assert [d.id for d in first] == [d.id for d in again]
     assert len({d.id for d in first}) == len(first)
-    begin = decode_paths(first[0].metadata["spire_begin"])
-    assert first[0].id == sentence_id("coffee.html", next(iter(begin)))
+    assert first[0].id == unit_id("coffee.html", decode_paths(first[0].metadata["spire_paths"]))
     other = SpireTransformer().transform_documents([Document(page_content=COFFEE, metadata={"source": "other.html"})])
     assert not {d.id for d in other} & {d.id for d in first}
 
@@ -81,9 +81,12 @@ def test_options_unit_and_global_context() -> None:
     paragraph = parse_html(COFFEE).get(next(iter(decode_paths(blocks[2].metadata["spire_begin"]))))
     assert paragraph.tag == "p"  # a block unit begins at its block element
     assert "60 grams" in blocks[2].page_content and "90 and 96 degrees" in blocks[2].page_content
-    bare = SpireTransformer(include_global_context=False).transform_documents([page])
+    bare = SpireTransformer(policy=NONE).transform_documents([page])
     assert bare[-1].page_content.strip() == "An espresso shot takes about 25 to 30 seconds to extract."
-    assert SpireTransformer(policy=NONE).transform_documents([page])[-1].page_content == bare[-1].page_content
+    with pytest.warns(DeprecationWarning, match="policy=spire_core.NONE"):
+        deprecated = SpireTransformer(include_global_context=False)
+    assert deprecated.policy is NONE
+    assert deprecated.transform_documents([page])[-1].page_content == bare[-1].page_content
     with pytest.raises(ValueError, match="unit"):
         SpireTransformer(unit="paragraph")  # type: ignore[arg-type]
 
@@ -120,4 +123,4 @@ async def test_async_matches_sync() -> None:
     sync = SpireTransformer().transform_documents(pages)
     asynchronous = await SpireTransformer().atransform_documents(pages)
     assert [(d.id, d.page_content) for d in asynchronous] == [(d.id, d.page_content) for d in sync]
-    assert {d.metadata["spire_source"] for d in sync} == set(SMALL_PAGES)
+    assert {d.metadata["spire_doc_id"] for d in sync} == set(SMALL_PAGES)

@@ -12,6 +12,7 @@ from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from spire_core import (
+    NONE,
     DocumentTooLargeError,
     NotHTMLError,
     decode_paths,
@@ -76,7 +77,9 @@ def test_global_context_in_the_text_and_the_options() -> None:
     with_ctx = SpireNodeParser().get_nodes_from_documents([doc])
     glow = next(n for n in with_ctx if "glow" in n.get_content())
     assert "Widgets" in glow.get_content() and "Blue widgets" in glow.get_content()
-    bare = SpireNodeParser(include_global_context=False).get_nodes_from_documents([doc])
+    bare = SpireNodeParser(policy=NONE).get_nodes_from_documents([doc])
+    with pytest.warns(DeprecationWarning, match="policy=spire_core.NONE"):
+        assert SpireNodeParser(include_global_context=False).policy is NONE
     glow_bare = next(n for n in bare if "glow" in n.get_content())
     assert glow_bare.get_content().strip() == "- They glow at night."
     assert glow_bare.node_id == glow.node_id  # identity is the path set, not the text
@@ -155,10 +158,10 @@ def test_works_as_a_transformation() -> None:
 
 
 def test_spire_keys_in_source_metadata_do_not_leak() -> None:
-    doc = Document(id_="w.html", text=PAGE, metadata={"spire_paths": "0", "citations": [], "lang": "en"})
+    doc = Document(id_="w.html", text=PAGE, metadata={"spire_paths": "0", "spire_citations": [], "lang": "en"})
     node = SpireNodeParser().get_nodes_from_documents([doc])[0]
     assert node.metadata["lang"] == "en" and node.metadata["spire_paths"] != "0"
-    assert "citations" not in node.metadata
+    assert "spire_citations" not in node.metadata
     assert set(SPIRE_KEYS) <= set(node.excluded_llm_metadata_keys)
 
 

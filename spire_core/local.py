@@ -13,18 +13,18 @@ already over the target it is returned unchanged.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..document import INLINE_TAGS, SENTINELS
-from ..errors import BudgetError
-from ..paths import down_indices
-from ..sentences import sentence_indices
-from .policy import Policy
+from .context import HTML, Policy
+from .document import INLINE_TAGS, SENTINELS
+from .errors import BudgetError
+from .paths import down_indices
+from .render import render_indices
+from .sentences import SentenceIndex, sentence_index
 
 if TYPE_CHECKING:
-    from ..document import Document, Path
+    from .document import Document, Path
 
 
 def local_context(
@@ -51,9 +51,7 @@ def local_context_indices(
     size: Callable[[str], int],
     policy: Policy | None = None,
 ) -> set[int]:
-    from ..render import render_indices
-    from . import HTML
-
+    """:func:`local_context` on node indices (what the algorithms call)."""
     if target <= 0:
         raise BudgetError(f"target must be positive, not {target}")
     pol = HTML if policy is None else policy
@@ -64,9 +62,8 @@ def local_context_indices(
     current = set(seed)
     if not current or not fits(current):
         return current
-    units = _units(doc)
-    begs = [u[0] for u in units]
-    touched = sorted(_touched(doc, current, units, begs))
+    units = sentence_index(doc)
+    touched = sorted(_touched(doc, current, units))
     for grow in (_complete(units, touched), _block(doc, current)):
         bigger = current | grow
         if bigger != current and fits(bigger):
@@ -78,14 +75,14 @@ def local_context_indices(
     while open_lo or open_hi:
         for side in ("hi", "lo"):
             if side == "hi" and open_hi:
-                bigger = current | units[hi][1]
+                bigger = current | units.nodes[hi]
                 if fits(bigger):
                     current, hi = bigger, hi + 1
                     open_hi = hi < len(units)
                 else:
                     open_hi = False
             elif side == "lo" and open_lo:
-                bigger = current | units[lo][1]
+                bigger = current | units.nodes[lo]
                 if fits(bigger):
                     current, lo = bigger, lo - 1
                     open_lo = lo >= 0
@@ -94,29 +91,14 @@ def local_context_indices(
     return current
 
 
-def _units(doc: Document) -> list[tuple[int, frozenset[int]]]:
-    """(first index, node indices) of each sentence; text nodes when the page has no sentinels."""
-    units = doc.cache.get("local_units")
-    if units is None:
-        if doc.sentences:
-            units = [(s.span[0], frozenset(sentence_indices(doc, *s.span))) for s in doc.sentences]
-        else:
-            units = [(i, frozenset([i])) for i, t in enumerate(doc.tag) if t is None and doc.text[i].strip()]
-        doc.cache["local_units"] = units
-    return units
+def _touched(doc: Document, nodes: set[int], units: SentenceIndex) -> set[int]:
+    """Positions of the units holding a node of the selection."""
+    held = (units.holding(i) for i in down_indices(doc, nodes))
+    return {k for k in held if k is not None}
 
 
-def _touched(doc: Document, nodes: set[int], units: list[tuple[int, frozenset[int]]], begs: list[int]) -> set[int]:
-    out: set[int] = set()
-    for i in down_indices(doc, nodes):
-        k = bisect_right(begs, i) - 1
-        if k >= 0 and i in units[k][1]:
-            out.add(k)
-    return out
-
-
-def _complete(units: list[tuple[int, frozenset[int]]], touched: list[int]) -> set[int]:
-    return {i for k in touched for i in units[k][1]}
+def _complete(units: SentenceIndex, touched: list[int]) -> set[int]:
+    return {i for k in touched for i in units.nodes[k]}
 
 
 def _block(doc: Document, nodes: set[int]) -> set[int]:

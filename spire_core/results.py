@@ -1,0 +1,161 @@
+"""The one result schema both adapters (and the benchmark) share.
+
+A *unit* (one indexed seed) and a *result* (one page's :class:`Subdocument`) travel through a
+framework as text plus flat metadata under the keys below (one ``spire_`` prefix). Path
+sets are encoded with :func:`~spire_core.encode_paths`, citations with
+:meth:`Citation.to_dict`. Ids are ``uuid5`` of the page id and the *full* path set, so
+re-indexing a page replaces its units and two units never share an id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .aggregate import Documents, Subdocument
+from .citation import Citation
+from .context import HTML, Policy, global_context
+from .document import Path
+from .evidence import Selection
+from .options import DEFAULT_SIZE, Fmt
+from .paths import decode_paths, encode_paths
+from .render import render
+from .size import SizeFn
+
+#: the page (source document) id
+DOC_ID = "spire_doc_id"
+#: the encoded path set: a unit's seed paths, or the rendered paths of a result
+PATHS = "spire_paths"
+#: a unit's begin path (a sentence's first node, a block's element)
+BEGIN = "spire_begin"
+#: a result's merged seed paths (without their global context)
+SEEDS = "spire_seeds"
+#: what a result's rendering costs under the size function
+COST = "spire_cost"
+#: a result's score (its best hit's similarity)
+SCORE = "spire_score"
+#: a result's citations, one :meth:`Citation.to_dict` each
+CITATIONS = "spire_citations"
+#: what the evidence filter did: ``{"ok", "labels", "unknown", "error"}``
+FILTER = "spire_filter"
+#: the ids of a stored page's units (to delete them when the page changes)
+UNIT_IDS = "spire_ids"
+#: every key SPIRE writes; stripped from a source's metadata and hidden from embedded/LLM text
+SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, SEEDS, COST, SCORE, CITATIONS, FILTER, UNIT_IDS)
+
+#: Namespace of unit ids (a later collection may bring its own).
+UNIT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/unit")
+#: Namespace of result ids (a result and the unit with the same paths never share an id).
+RESULT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/result")
+
+
+def unit_id(doc_id: str, paths: Iterable[Path], *, namespace: uuid.UUID = UNIT_NAMESPACE) -> str:
+    """The deterministic id of path set ``paths`` of page ``doc_id``: ``uuid5(namespace, "doc_id#paths")``."""
+    return str(uuid.uuid5(namespace, f"{doc_id}#{encode_paths(paths)}"))
+
+
+def user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``metadata`` without the keys SPIRE writes."""
+    return {k: v for k, v in metadata.items() if k not in SPIRE_KEYS}
+
+
+def unit_metadata(doc_id: str, paths: Iterable[Path], begin: Path) -> dict[str, Any]:
+    """The SPIRE metadata of one indexed unit (seed)."""
+    return {DOC_ID: doc_id, PATHS: encode_paths(paths), BEGIN: encode_paths([begin])}
+
+
+def unit_of(metadata: Mapping[str, Any]) -> tuple[str, frozenset[Path]] | None:
+    """``(doc_id, seed paths)`` of a unit's metadata; None when it carries no SPIRE unit.
+
+    Raises :class:`~spire_core.PathFormatError` when the path set cannot be decoded.
+    """
+    doc_id, paths = metadata.get(DOC_ID), metadata.get(PATHS)
+    if not isinstance(doc_id, str) or not isinstance(paths, str):
+        return None
+    return doc_id, decode_paths(paths)
+
+
+def to_metadata(sub: Subdocument) -> dict[str, Any]:
+    """The SPIRE metadata of one result (its text is ``sub.text``)."""
+    return {
+        DOC_ID: sub.doc_id,
+        PATHS: encode_paths(sub.paths),
+        SEEDS: encode_paths(sub.seeds),
+        COST: sub.cost,
+        SCORE: sub.score,
+        CITATIONS: [c.to_dict() for c in sub.citations],
+    }
+
+
+def citations_from(metadata: Mapping[str, Any]) -> list[Citation]:
+    """The citations a result's metadata carries (empty for anything else)."""
+    return [Citation.from_dict(c) for c in metadata.get(CITATIONS) or ()]
+
+
+def from_metadata(
+    metadata: Mapping[str, Any], text: str, *, score: float | None = None, size: SizeFn = DEFAULT_SIZE
+) -> Subdocument | None:
+    """The :class:`Subdocument` a result's ``text`` and ``metadata`` stand for; None for other metadata.
+
+    ``score`` (a framework's own score) wins over the stored one; a missing cost is ``size(text)``.
+    Raises :class:`~spire_core.PathFormatError` when a path set cannot be decoded.
+    """
+    unit = unit_of(metadata)
+    if unit is None:
+        return None
+    doc_id, paths = unit
+    seeds = metadata.get(SEEDS)
+    cost = metadata.get(COST)
+    stored = metadata.get(SCORE)
+    if score is None:
+        score = float(stored) if isinstance(stored, int | float) else 0.0
+    return Subdocument(
+        doc_id=doc_id,
+        seeds=decode_paths(seeds) if isinstance(seeds, str) and seeds else paths,
+        paths=paths,
+        text=text,
+        cost=cost if isinstance(cost, int) else size(text),
+        score=score,
+        citations=citations_from(metadata),
+    )
+
+
+def subdocuments(
+    citations: Sequence[Citation],
+    documents: Documents,
+    *,
+    policy: Policy = HTML,
+    fmt: Fmt = "markdown",
+    size: SizeFn = DEFAULT_SIZE,
+    scores: Mapping[str, float] | None = None,
+) -> list[Subdocument]:
+    """Chosen ``citations`` as one :class:`Subdocument` per page, in order of first citation.
+
+    A page's cited path sets are merged, closed under ``policy`` once, rendered and sized;
+    its score is ``scores[doc_id]`` (e.g. the retrieved result's), else its best citation's.
+    """
+    get = documents.__getitem__ if isinstance(documents, Mapping) else documents
+    by_doc: dict[str, list[Citation]] = {}
+    for c in citations:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    out: list[Subdocument] = []
+    for doc_id, cited in by_doc.items():
+        doc = get(doc_id)
+        seeds = frozenset(p for c in cited for p in c.paths)
+        paths = global_context(doc, seeds, policy)
+        text = render(doc, paths, fmt=fmt)
+        best = max((c.score for c in cited if c.score is not None), default=0.0)
+        score = scores[doc_id] if scores is not None and doc_id in scores else best
+        out.append(Subdocument(doc_id, seeds, paths, text, size(text), score, list(cited)))
+    return out
+
+
+def filter_report(selection: Selection) -> dict[str, Any]:
+    """The :data:`FILTER` metadata value: what the evidence filter's model chose."""
+    return {
+        "ok": selection.ok,
+        "labels": list(selection.labels),
+        "unknown": list(selection.unknown),
+        "error": selection.error,
+    }

@@ -1,0 +1,91 @@
+"""One result schema: both adapters write the same SPIRE metadata keys and ids for the same page."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document as LCDocument
+from llama_index.core.schema import Document as LIDocument
+
+from spire_core import Citation, Subdocument, decode_paths, from_metadata, parse_html, seeds, to_metadata, unit_id
+from spire_core.options import Unit
+from spire_core.results import SPIRE_KEYS, subdocuments
+from spire_langchain import SpireTransformer
+from spire_llamaindex import SpireNodeParser
+
+PAGE = """<html><head><title>Widgets</title></head><body>
+<h1>Widgets</h1><p>Blue widgets weigh 3 g. Red widgets weigh 5 g.</p>
+<ul><li>Blue widgets<ul><li>They glow at night.</li></ul></li></ul>
+<table><tr><th>Kind</th><th>Price</th></tr><tr><td>Blue</td><td>$2</td></tr></table>
+</body></html>"""
+
+
+@pytest.mark.parametrize("unit", ["sentence", "block"])
+def test_both_adapters_emit_the_same_keys_and_ids(unit: Unit) -> None:
+    nodes = SpireNodeParser(unit=unit).get_nodes_from_documents([LIDocument(id_="w.html", text=PAGE)])
+    pieces = SpireTransformer(unit=unit).split(LCDocument(id="w.html", page_content=PAGE))
+    assert nodes and len(nodes) == len(pieces)
+    assert [n.node_id for n in nodes] == [p.id for p in pieces]
+    assert len({p.id for p in pieces}) == len(pieces)  # block units too: ids come from the full path set
+    for node, piece in zip(nodes, pieces, strict=True):
+        spire_li = {k: v for k, v in node.metadata.items() if k in SPIRE_KEYS}
+        spire_lc = {k: v for k, v in piece.metadata.items() if k in SPIRE_KEYS}
+        assert spire_li == spire_lc and set(spire_li) == {"spire_doc_id", "spire_paths", "spire_begin"}
+        assert node.get_content() == piece.page_content
+        assert node.node_id == unit_id("w.html", decode_paths(spire_li["spire_paths"]))
+
+
+def test_unit_ids_depend_on_the_whole_path_set_and_the_namespace() -> None:
+    import uuid
+
+    one, two = frozenset({(0, 1)}), frozenset({(0, 1), (0, 2)})
+    assert unit_id("p", one) != unit_id("p", two)  # the same begin path, different units
+    assert unit_id("p", one) != unit_id("q", one)
+    assert unit_id("p", two) == unit_id("p", list(reversed(sorted(two))))
+    assert unit_id("p", one) != unit_id("p", one, namespace=uuid.uuid5(uuid.NAMESPACE_URL, "other"))
+
+
+def test_metadata_round_trips_a_subdocument() -> None:
+    doc = parse_html(PAGE, doc_id="w.html")
+    chosen = [Citation("w.html", s.paths, s.own_text, 0.5) for s in seeds(doc)[1:3]]
+    (sub,) = subdocuments(chosen, {"w.html": doc})
+    assert sub.seeds == chosen[0].paths | chosen[1].paths and sub.seeds < sub.paths
+    assert sub.score == 0.5 and sub.cost > 0 and "Widgets" in sub.text
+    back = from_metadata(to_metadata(sub), sub.text)
+    assert back == sub
+    assert from_metadata({"lang": "en"}, "x") is None
+    rescored = from_metadata(to_metadata(sub), sub.text, score=0.9)
+    assert isinstance(rescored, Subdocument) and rescored.score == 0.9
+
+
+def test_both_adapters_share_one_option_vocabulary() -> None:
+    import pydantic
+    from langchain_core.embeddings import FakeEmbeddings
+    from langchain_core.stores import InMemoryStore
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from spire_core import BudgetError
+    from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE
+    from spire_langchain import SpireRetriever as LCRetriever
+    from spire_llamaindex import SpireRetriever as LIRetriever
+
+    def lc(**options: object) -> LCRetriever:
+        return LCRetriever(vectorstore=InMemoryVectorStore(FakeEmbeddings(size=4)), docstore=InMemoryStore(), **options)
+
+    def li(**options: object) -> LIRetriever:
+        return LIRetriever(lambda k: None, SimpleDocumentStore(), **options)  # type: ignore[arg-type]
+
+    for retriever in (lc(), li()):
+        assert (retriever.budget, retriever.first_k, retriever.max_rounds, retriever.fill) == (
+            DEFAULT_BUDGET,
+            DEFAULT_FIRST_K,
+            DEFAULT_MAX_ROUNDS,
+            DEFAULT_FILL,
+        )
+        assert retriever.size is DEFAULT_SIZE
+    with pytest.raises(pydantic.ValidationError):
+        lc(budget=0)
+    with pytest.raises(BudgetError):
+        li(budget=0)
+    with pytest.warns(DeprecationWarning, match="first_k"):
+        assert li(similarity_top_k=5).first_k == 5
