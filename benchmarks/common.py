@@ -63,6 +63,8 @@ class Unit:
     text: str
     cite: str
     paths: frozenset[Path] = frozenset()
+    #: the sentence path sets a hit on this unit cites (a passage's members)
+    members: tuple[frozenset[Path], ...] = ()
 
     @cached_property
     def cost(self) -> int:

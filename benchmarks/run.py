@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from spire_core.table_view import question_shape
+
 from .baselines import Baseline
 from .embedding_cache import DEFAULT_ROOT, PRECISIONS, Embedder, EmbeddingCache, SentenceTransformerEmbedder
 from .systems import (
@@ -44,6 +46,8 @@ from .systems import (
 
 #: judge metrics shown in the table, in order
 COLUMNS = ("total", "helpful", "ratio", "answer_recall", "interpretable", "tokens", "over_budget")
+#: judge metrics shown per question class
+CLASS_COLUMNS = ("answer_recall", "interpretable")
 PAGE_SUFFIXES = (".html", ".htm", ".xhtml")
 
 
@@ -220,10 +224,8 @@ def score(judge: ModuleType, dataset: Dataset, predictions: Sequence[Prediction]
     return dict(judge.score([q.raw for q in dataset.questions], lines, budget))
 
 
-def table(scores: Mapping[str, Mapping[str, Any]]) -> str:
-    """A Markdown table: systems as rows, the judge's metrics as columns."""
-    header = ["system", *COLUMNS]
-    rows = [[name, *(str(s.get(c, "")) for c in COLUMNS)] for name, s in scores.items()]
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table, the first column left-aligned and the others right-aligned."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
@@ -237,6 +239,49 @@ def table(scores: Mapping[str, Mapping[str, Any]]) -> str:
 
     rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def table(scores: Mapping[str, Mapping[str, Any]]) -> str:
+    """A Markdown table: systems as rows, the judge's metrics as columns."""
+    return markdown_table(
+        ["system", *COLUMNS], [[name, *(str(s.get(c, "")) for c in COLUMNS)] for name, s in scores.items()]
+    )
+
+
+def question_classes(question: Question) -> list[str]:
+    """The classes a question is reported in: ``tag:<tag>`` for each of its tags, ``shape:<shape>``."""
+    tags = question.raw.get("tags") or []
+    return [*(f"tag:{t}" for t in tags), f"shape:{question_shape(question.question)}"]
+
+
+def class_scores(
+    judge: ModuleType, dataset: Dataset, predictions: Sequence[Prediction], budget: int
+) -> dict[str, dict[str, Any]]:
+    """The judge's metrics on each class of questions (:func:`question_classes`), classes sorted."""
+    members: dict[str, list[int]] = {}
+    for k, q in enumerate(dataset.questions):
+        for name in question_classes(q):
+            members.setdefault(name, []).append(k)
+    lines = [json.loads(p.to_json()) for p in predictions]
+    return {
+        name: dict(judge.score([dataset.questions[k].raw for k in ks], [lines[k] for k in ks], budget))
+        for name, ks in sorted(members.items())
+    }
+
+
+def class_table(per_system: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    """A Markdown table: question classes as rows, ``answer_recall / interpretable`` of each system as columns."""
+    names = list(per_system)
+    classes = sorted({c for scores in per_system.values() for c in scores})
+    rows = []
+    for c in classes:
+        first = next(s[c] for s in per_system.values() if c in s)
+        cells = [
+            " / ".join(str(per_system[n][c].get(m, "")) for m in CLASS_COLUMNS) if c in per_system[n] else ""
+            for n in names
+        ]
+        rows.append([c, str(first.get("questions", "")), *cells])
+    return markdown_table(["class", "questions", *names], rows)
 
 
 # -- command line ------------------------------------------------------------------------
@@ -304,22 +349,27 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None)
     cache = EmbeddingCache(model, args.cache_dir or None, progress=not args.no_progress)
     predictions, timing = run(dataset, systems, cache, budget=args.budget, progress=not args.no_progress)
     scores: dict[str, dict[str, Any]] = {}
+    classes: dict[str, dict[str, dict[str, Any]]] = {}
     for system in systems:
         preds = predictions[system.name]
         write_predictions(out if single else out / f"{system.name}.jsonl", preds)
         scores[system.name] = score(judge, dataset, preds, args.budget)
+        classes[system.name] = class_scores(judge, dataset, preds, args.budget)
     if not single:
         summary = {
             "dataset": str(dataset.file),
             "budget": args.budget,
             "questions": len(dataset.questions),
             "scores": scores,
+            "classes": classes,
             "seconds": {n: {"units": round(t.units, 2), "select": round(t.select, 2)} for n, t in timing.items()},
         }
         (out / "scores.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     _log(f"total wall time {time.perf_counter() - started:.1f}s")
     print(f"{dataset.file.parent.name}/{dataset.file.name}: {len(dataset.questions)} questions, budget {args.budget}")
     print(table(scores))
+    print(f"\nper question class ({' / '.join(CLASS_COLUMNS)}):")
+    print(class_table(classes))
     return 0
 
 

@@ -11,9 +11,11 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 
 from spire_core import HTML, NONE, Citation, Document, Hit, Policy, Subdocument, aggregate, approx_tokens, seeds
-from spire_core.options import DEFAULT_TARGET
+from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
+from spire_core.passages import PassageHit, expand
 from spire_core.results import subdocuments
+from spire_core.table_view import table_views
 
 from . import baselines
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
@@ -36,7 +38,16 @@ __all__ = [
 ]
 
 #: Every system, in table order.
-SYSTEMS = ("spire", "spire-noctx", "spire-block", "spire-filter", "fixed-256", "html-header", "bge-block")
+SYSTEMS = (
+    "spire",
+    "spire-sentence",
+    "spire-noctx",
+    "spire-block",
+    "spire-filter",
+    "fixed-256",
+    "html-header",
+    "bge-block",
+)
 
 
 class ConfigError(Exception):
@@ -44,28 +55,42 @@ class ConfigError(Exception):
 
 
 class Spire(System):
-    """Sentence (or block) seeds with global context, aggregated per page under the budget."""
+    """Passage (or sentence, or block) seeds with global context, aggregated per page under the budget.
 
-    def __init__(self, name: str = "spire", *, policy: Policy = HTML, unit: UnitKind = "sentence") -> None:
+    A passage hit counts as its member sentences, the ones sharing most words with the
+    question first (:func:`spire_core.passages.expand`): citations stay sentences.
+    """
+
+    def __init__(
+        self, name: str = "spire", *, policy: Policy = HTML, unit: UnitKind = DEFAULT_UNIT, tables: bool = True
+    ) -> None:
         self.name = name
         self.policy = policy
         self.unit = unit
+        #: deliver views of the best-ranked tables (:func:`spire_core.table_view.table_views`)
+        self.tables = tables
 
     def units(self, page: Page) -> list[Unit]:
         return [
-            Unit(page.id, s.text, s.text, s.paths) for s in seeds(page.document, policy=self.policy, unit=self.unit)
+            Unit(page.id, s.text, s.text, s.paths, s.members)
+            for s in seeds(page.document, policy=self.policy, unit=self.unit)
         ]
 
-    def aggregate(self, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> list[Subdocument]:
-        def search(k: int) -> list[Hit]:
-            return [Hit(u.doc, u.paths, score) for u, score in ranking.top(k)]
+    def aggregate(self, ranking: Ranking, budget: int, pages: Mapping[str, Page], query: str) -> list[Subdocument]:
+        def documents(pid: str) -> Document:
+            return pages[pid].document
 
-        return aggregate(
-            search, documents=lambda pid: pages[pid].document, budget=budget, size=approx_tokens, policy=self.policy
-        )
+        def search(k: int) -> list[Hit]:
+            found = [PassageHit(u.doc, u.members or (u.paths,), score) for u, score in ranking.top(k)]
+            return expand(found, query=query, documents=documents, order="overlap", limit=k)
+
+        results = aggregate(search, documents=documents, budget=budget, size=approx_tokens, policy=self.policy)
+        if self.tables:
+            results = table_views(query, results, documents, budget=budget, size=approx_tokens, policy=self.policy)
+        return results
 
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
-        results = self.aggregate(ranking, budget, pages)
+        results = self.aggregate(ranking, budget, pages, question.question)
         citations = [cite(c.doc_id, c.text, c.paths) for r in results for c in r.citations]
         return Prediction(question.id, citations, "\n\n".join(r.text for r in results))
 
@@ -81,7 +106,7 @@ class SpireFilter(Spire):
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
         from spire_core.evidence import select_evidence
 
-        results = self.aggregate(ranking, budget, pages)
+        results = self.aggregate(ranking, budget, pages, question.question)
         documents = {r.doc_id: pages[r.doc_id].document for r in results}
         evidence = select_evidence(
             question.question,
@@ -125,8 +150,10 @@ def make_system(name: str, *, llm: Callable[[str], str] | None = None) -> System
     """The system called ``name`` (one of :data:`SYSTEMS`)."""
     if name == "spire":
         return Spire()
+    if name == "spire-sentence":
+        return Spire(name, unit="sentence")
     if name == "spire-noctx":
-        return Spire(name, policy=NONE)
+        return Spire(name, policy=NONE, unit="sentence")
     if name == "spire-block":
         return Spire(name, unit="block")
     if name == "spire-filter":

@@ -26,7 +26,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel, RunnablePassthrough
 
 from spire_core import encode_paths
-from spire_langchain import SpireRetriever, format_citations, numbered_citations
+from spire_langchain import SpireRetriever, numbered_citations
 
 PAGES = Path(__file__).parent / "pages"
 QUESTION = "What is the valid range of checkpoint_timeout?"
@@ -46,10 +46,10 @@ PROMPT = ChatPromptTemplate.from_messages(
 
 
 def build_chain(retriever: SpireRetriever, model: Runnable[Any, Any]) -> Runnable[str, dict[str, Any]]:
-    """question -> ``{"docs", "question", "context", "answer"}``: retrieve, number, prompt, answer."""
+    """question -> ``{"docs", "question", "context", "answer"}``: retrieve, cite per page, prompt, answer."""
     return (
         RunnableParallel(docs=retriever, question=RunnablePassthrough())
-        .assign(context=itemgetter("docs") | RunnableLambda(format_citations))
+        .assign(context=itemgetter("docs") | RunnableLambda(retriever.format_citations))
         .assign(answer=PROMPT | model | StrOutputParser())
     )
 

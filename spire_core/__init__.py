@@ -2,7 +2,7 @@
 
 from .aggregate import Hit, Search, Subdocument, aggregate
 from .citation import Citation
-from .context import HEADERS, HTML, LISTS, NONE, TABLES, TITLE, Policy, Rule, compose, global_context
+from .context import HEADERS, HTML, LISTS, NONE, TABLES, TITLE, Policy, Rule, compose, global_context, policy_named
 from .document import Document, Node, Path
 from .errors import (
     BudgetError,
@@ -27,7 +27,9 @@ from .evidence import (
 )
 from .highlight import highlight
 from .local import local_context
-from .parse import is_html, parse_html, parse_page, parse_text, text_to_html
+from .markdown import is_markdown, markdown_to_html
+from .parse import declared_kind, is_html, parse_html, parse_markdown, parse_page, parse_text, text_to_html
+from .passages import Passage, PassageHit, passages
 from .paths import decode_paths, down, encode_paths, link, prune, subdoc, up
 from .render import render
 from .results import from_metadata, subdocuments, to_metadata, unit_id
@@ -54,6 +56,8 @@ __all__ = [
     "MissingSourceError",
     "Node",
     "NotHTMLError",
+    "Passage",
+    "PassageHit",
     "Path",
     "PathFormatError",
     "Policy",
@@ -72,6 +76,7 @@ __all__ = [
     "build_prompt",
     "build_views",
     "compose",
+    "declared_kind",
     "decode_paths",
     "down",
     "encode_paths",
@@ -79,13 +84,18 @@ __all__ = [
     "global_context",
     "highlight",
     "is_html",
+    "is_markdown",
     "link",
     "local_context",
+    "markdown_to_html",
     "model_tokens",
     "parse_html",
     "parse_labels",
+    "parse_markdown",
     "parse_page",
     "parse_text",
+    "passages",
+    "policy_named",
     "prune",
     "render",
     "seeds",

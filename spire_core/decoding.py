@@ -162,7 +162,7 @@ def _undeclared(body: bytes) -> str:
 
 
 def _tie(a: Any, b: Any) -> bool:
-    return abs(a.chaos - b.chaos) <= 0.01 and abs(a.coherence - b.coherence) <= 0.01
+    return bool(abs(a.chaos - b.chaos) <= 0.01 and abs(a.coherence - b.coherence) <= 0.01)
 
 
 def _clean(text: str, encoding: str, replaced: int, warnings: list[str]) -> Decoded:

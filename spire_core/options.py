@@ -12,10 +12,13 @@ from .size import SizeFn, approx_tokens
 
 #: Rendering of a path set.
 Fmt = Literal["markdown", "text"]
-#: What one seed is: a sentence, or a whole block leaf.
-Unit = Literal["sentence", "block"]
+#: What one indexed unit is: a sentence, a whole block leaf, or a passage (consecutive
+#: sentences of one section, embedded together and cited sentence by sentence).
+Unit = Literal["sentence", "block", "passage"]
 #: What the evidence filter does with an answer it cannot use.
 OnError = Literal["keep", "raise"]
+#: What a bulk indexing call does with a page that fails: stop, or report it and index the rest.
+OnPageError = Literal["raise", "skip"]
 
 #: Tokens of evidence delivered per query.
 DEFAULT_BUDGET = 1000
@@ -30,6 +33,8 @@ DEFAULT_MAX_ROUNDS = 4
 #: The size function budgets and targets count with, in the core and both adapters: the same
 #: ``budget`` buys the same evidence everywhere, whatever is installed (the benchmark judge counts so too).
 DEFAULT_SIZE: SizeFn = approx_tokens
+#: The unit the adapters and the ``spire`` CLI index by default.
+DEFAULT_UNIT: Unit = "passage"
 #: Tokens of own and context text a passage is packed up to (``spire_core.passages``).
 DEFAULT_PASSAGE_TOKENS = 160
 #: Tokens the packaged embedding model reads (all-MiniLM-L6-v2): no passage renders longer, bar one sentence.
@@ -42,3 +47,5 @@ MODEL_DIM = 384
 DEFAULT_TABLE_SHARE = 0.9
 #: Tables that get a view at most, best-ranked first.
 DEFAULT_TABLE_VIEWS = 3
+#: Pages the adapters' bulk indexing parses, embeds and writes together (memory stays bounded).
+DEFAULT_BATCH_PAGES = 16

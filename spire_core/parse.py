@@ -14,22 +14,30 @@ footers, tables of contents, permalink anchors and citation markers (see
 siblings (where it separates words) and inside ``<pre>``; text is otherwise stored as
 written, and rendering collapses whitespace. (Inside inline elements whitespace is kept:
 ``<em>class</em><span> </span>name`` separates two words.) The same bytes always give the same paths.
+
+Hostile pages are read as browsers read them, which keeps all work linear in the page:
+elements nested deeper than :data:`MAX_DEPTH` are placed at that depth; text and other
+non-cell content directly inside a table moves before it, and a cell outside any row gets
+an implied ``<tr>`` (:data:`TABLE_CHILDREN`); page-supplied sentinel elements are unwrapped.
 """
 
 from __future__ import annotations
 
 import html as html_lib
 import re
+from collections import Counter
 from collections.abc import Mapping
 from html.parser import HTMLParser
-from typing import Any, ClassVar
+from pathlib import PurePosixPath
+from typing import Any, ClassVar, Literal
 
 import lxml.etree as etree
 import lxml.html
 
 from .decoding import DEFAULT_MAX_BYTES, decode
-from .document import INLINE_TAGS, Document, Element, gc_paused
+from .document import INLINE_TAGS, SENTINELS, Document, Element, gc_paused
 from .errors import EmptyDocumentError
+from .markdown import is_markdown, markdown_to_html
 from .sentences import segment as segment_tree
 
 DROP_TAGS = frozenset(
@@ -150,6 +158,35 @@ def parse_text(
     return parse_html(text_to_html(text), doc_id=doc_id, segment=segment, require_content=require_content)
 
 
+def parse_markdown(
+    text: str | bytes,
+    *,
+    doc_id: str | None = None,
+    segment: bool = True,
+    boilerplate: bool = True,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    require_content: bool = False,
+) -> Document:
+    """A :class:`Document` for a Markdown page: its CommonMark rendering (:mod:`spire_core.markdown`) parsed as HTML.
+
+    Options and errors as :func:`parse_html`; ``max_bytes`` applies to the Markdown source.
+    """
+    decoded = decode(text, max_bytes=max_bytes, doc_id=doc_id)
+    page = markdown_to_html(decoded.text)
+    doc = parse_html(
+        page,
+        doc_id=doc_id,
+        segment=segment,
+        boilerplate=boilerplate,
+        max_bytes=max(max_bytes, len(page)),  # the limit was checked on the source
+        require_content=require_content,
+    )
+    doc.encoding = decoded.encoding
+    doc.decode_errors = decoded.replaced
+    doc.warnings = [*decoded.warnings, *doc.warnings]
+    return doc
+
+
 def text_to_html(text: str) -> str:
     """The page :func:`parse_text` parses: one ``<p>`` per blank-line separated block."""
     blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
@@ -168,6 +205,48 @@ def is_html(text: str) -> bool:
     return _HTML.search(text) is not None
 
 
+#: What a page is read as.
+PageKind = Literal["html", "markdown", "text"]
+_MEDIA_TYPES: Mapping[str, PageKind] = {
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "text/markdown": "markdown",
+    "text/x-markdown": "markdown",
+    "text/plain": "text",
+}
+_SUFFIXES: Mapping[str, PageKind] = {
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+}
+#: Metadata keys (LlamaIndex readers, LangChain loaders) naming a page's media type, then its file.
+_TYPE_KEYS = ("mime_type", "file_type", "content_type")
+_NAME_KEYS = ("file_name", "file_path", "filename", "source")
+
+
+def declared_kind(metadata: Mapping[str, Any]) -> PageKind | None:
+    """What a page's metadata says it is: a media type (``mime_type``, ``file_type``, ...), else a file suffix."""
+    for key in _TYPE_KEYS:
+        value = metadata.get(key)
+        media = value.split(";")[0].strip().lower() if isinstance(value, str) else ""
+        if media in _MEDIA_TYPES:
+            return _MEDIA_TYPES[media]
+    for key in _NAME_KEYS:
+        value = metadata.get(key)
+        suffix = PurePosixPath(value.split("?")[0]).suffix.lower() if isinstance(value, str) else ""
+        if suffix in _SUFFIXES:
+            return _SUFFIXES[suffix]
+    return None
+
+
+def page_kind(text: str) -> PageKind:
+    """How :func:`parse_page` reads ``text``: Markdown (:func:`~spire_core.is_markdown`), HTML, else plain text."""
+    return "markdown" if is_markdown(text) else "html" if is_html(text) else "text"
+
+
 def parse_page(
     content: str | bytes,
     *,
@@ -176,15 +255,49 @@ def parse_page(
     boilerplate: bool = True,
     max_bytes: int = DEFAULT_MAX_BYTES,
     require_content: bool = False,
+    declared: PageKind | None = None,
 ) -> Document:
-    """Parse a page that may be HTML or plain text (paragraphs separated by blank lines).
+    """Parse a page that may be HTML, Markdown or plain text (paragraphs separated by blank lines).
 
-    The options are those of :func:`parse_html` (``boilerplate`` has no effect on plain
-    text). Binary data raises :class:`~spire_core.errors.NotHTMLError`; every SPIRE error
-    raised names ``doc_id`` in its message and ``doc_id`` attribute.
+    What the page is comes from its text (:func:`page_kind`), so the same text always gives
+    the same paths. ``declared`` is what its source claims (:func:`declared_kind` of its
+    metadata): a page declared HTML that holds no tag (a loader such as ``BSHTMLLoader``
+    stripped them) gets a ``Document.warnings`` entry (the adapters log it), since its headings,
+    lists and tables are gone. The options are those of :func:`parse_html` (``boilerplate``
+    has no effect on plain text). Binary data raises :class:`~spire_core.errors.NotHTMLError`;
+    every SPIRE error raised names ``doc_id`` in its message and ``doc_id`` attribute.
     """
     text = decode(content, max_bytes=max_bytes, doc_id=doc_id).text
-    if is_html(text):
+    kind = page_kind(text)
+    doc = _parse_as(kind, content, text, doc_id, segment, boilerplate, max_bytes, require_content)
+    if declared == "html" and kind != "html":
+        doc.warnings.append(
+            f"declared HTML but holds no tags (stripped by its loader?): read as "
+            f"{'Markdown' if kind == 'markdown' else 'plain text'}; load the raw HTML to keep its structure"
+        )
+    return doc
+
+
+def _parse_as(
+    kind: PageKind,
+    content: str | bytes,
+    text: str,
+    doc_id: str | None,
+    segment: bool,
+    boilerplate: bool,
+    max_bytes: int,
+    require_content: bool,
+) -> Document:
+    if kind == "markdown":
+        return parse_markdown(
+            content,
+            doc_id=doc_id,
+            segment=segment,
+            boilerplate=boilerplate,
+            max_bytes=max_bytes,
+            require_content=require_content,
+        )
+    if kind == "html":
         return parse_html(
             content,
             doc_id=doc_id,
@@ -238,29 +351,115 @@ def _tag_name(tag: str) -> str:
     return tag.rsplit("}", 1)[-1].lower()
 
 
+#: Elements nested deeper than this are placed at this depth, under their deepest allowed
+#: ancestor (browsers do the same past depth 512): paths, and all per-node work, stay bounded.
+MAX_DEPTH = 256
+#: Children a table-structure element may hold. Anything else in it, and text in it outside
+#: any cell, is moved just before the table, as browsers do ("foster parenting"); a cell
+#: outside any row gets an implied ``<tr>``, and a ``<form>`` there is unwrapped.
+TABLE_CHILDREN = {
+    "table": frozenset(["caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th"]),
+    "thead": frozenset(["tr", "td", "th"]),
+    "tbody": frozenset(["tr", "td", "th"]),
+    "tfoot": frozenset(["tr", "td", "th"]),
+    "tr": frozenset(["td", "th"]),
+}
+_ENTER, _EXIT, _UNWRAPPED = 0, 1, 2
+
+
+class _Open:
+    """An element being built: the element it was put in, whether it is inside ``<pre>``."""
+
+    __slots__ = ("container", "element", "pre")
+
+    def __init__(self, element: Element, container: Element | None, pre: bool) -> None:
+        self.element = element
+        self.container = container
+        self.pre = pre
+
+
 def _build(lx_root: Any, boilerplate: bool) -> Element:
-    """Copy the lxml tree into :class:`Element` nodes, cleaning as the module docstring says. Iterative."""
+    """Copy the lxml tree into :class:`Element` nodes, cleaning as the module docstring says.
+
+    Iterative, in document order. As browsers do, page-supplied sentinel elements are
+    unwrapped (only segmentation inserts sentinels), elements deeper than :data:`MAX_DEPTH`
+    are placed at that depth, and what a table holds outside its cells goes before it.
+    """
     root = Element(_tag_name(lx_root.tag), dict(lx_root.attrib) or _NO_ATTRS)
-    stack: list[tuple[Any, Element, bool]] = [(lx_root, root, False)]
-    elements: list[tuple[Element, bool]] = []
+    path = [_Open(root, None, root.tag == "pre")]
+    built: list[tuple[Element, bool]] = [(root, path[0].pre)]
+    implied: set[int] = set()  # ids of the <tr> elements made for cells outside any row
+    _add_text(path, lx_root.text)
+    stack: list[tuple[Any, int]] = [(c, _ENTER) for c in reversed(lx_root)]
     while stack:
-        lx, e, pre = stack.pop()
-        elements.append((e, pre))
-        if lx.text:
-            e.children.append(lx.text)
-        for child in lx:
-            raw = child.tag
-            if isinstance(raw, str):
-                tag = _tag_name(raw)
-                if not _dropped(child, tag, e.tag, boilerplate):
-                    ce = Element(tag, dict(child.attrib) or _NO_ATTRS)
-                    e.children.append(ce)
-                    stack.append((child, ce, pre or tag == "pre"))
-            if child.tail:
-                e.children.append(child.tail)
-    for e, pre in elements:
+        lx, event = stack.pop()
+        if event != _ENTER:
+            if event == _EXIT:
+                path.pop()
+            _add_text(path, lx.tail)
+            continue
+        raw = lx.tag
+        tag = _tag_name(raw) if isinstance(raw, str) else ""
+        if not tag or _dropped(lx, tag, path[-1].element.tag, boilerplate):
+            _add_text(path, lx.tail)
+            continue
+        parent = path[-1].element if len(path) < MAX_DEPTH else path[MAX_DEPTH - 1].element
+        # unwrapped: page-supplied sentinels, and a form in a table (browsers empty it there)
+        unwrap = tag in SENTINELS or (tag == "form" and parent.tag in TABLE_CHILDREN)
+        stack.append((lx, _UNWRAPPED if unwrap else _EXIT))
+        stack.extend((c, _ENTER) for c in reversed(lx))
+        if unwrap:
+            _add_text(path, lx.text)
+            continue
+        e = Element(tag, dict(lx.attrib) or _NO_ATTRS)
+        container: Element | None = None
+        if tag not in TABLE_CHILDREN.get(parent.tag, (tag,)):
+            container = _foster(path, e)
+        elif tag in ("td", "th") and parent.tag != "tr":
+            container = _implied_row(parent, implied)
+            container.children.append(e)
+        if container is None:
+            container = parent
+            container.children.append(e)
+        opened = _Open(e, container, path[-1].pre or tag == "pre")
+        path.append(opened)
+        built.append((e, opened.pre))
+        _add_text(path, lx.text)
+    for e, pre in built:
         e.children = _tidy(e.children, pre or e.tag in INLINE_TAGS)
     return root
+
+
+def _implied_row(group: Element, implied: set[int]) -> Element:
+    last = group.children[-1] if group.children else None
+    if isinstance(last, Element) and id(last) in implied:
+        return last
+    row = Element("tr", _NO_ATTRS)
+    implied.add(id(row))
+    group.children.append(row)
+    return row
+
+
+def _add_text(path: list[_Open], text: str | None) -> None:
+    if not text:
+        return
+    here = path[-1].element
+    if here.tag in TABLE_CHILDREN and text.strip() and _foster(path, text) is not None:
+        return
+    here.children.append(text)
+
+
+def _foster(path: list[_Open], node: Element | str) -> Element | None:
+    """Put ``node`` just before the innermost open table; the element it went into, or None."""
+    for opened in reversed(path):
+        if opened.element.tag == "table" and opened.container is not None:
+            kids = opened.container.children
+            at = len(kids) - 1
+            while kids[at] is not opened.element:
+                at -= 1
+            kids.insert(at, node)
+            return opened.container
+    return None
 
 
 def _is_inline(node: Element | str) -> bool:
@@ -284,6 +483,9 @@ def _tidy(kids: list[Element | str], keep_space: bool) -> list[Element | str]:
             continue
         out.append(k)
     return out
+
+
+_XML_NAME = re.compile(r"[A-Za-z_][-A-Za-z0-9_.]*\Z")
 
 
 class _DeepBuilder(HTMLParser):
@@ -311,8 +513,19 @@ class _DeepBuilder(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.builder = etree.TreeBuilder()
         self.open: list[str] = []
+        self.counts: Counter[str] = Counter()  # open elements by tag: end tags need no scan
         self.builder.start("html", {})
-        self.open.append("html")
+        self._push("html")
+
+    def _push(self, tag: str) -> None:
+        self.open.append(tag)
+        self.counts[tag] += 1
+
+    def _pop(self) -> str:
+        name = self.open.pop()
+        self.counts[name] -= 1
+        self.builder.end(name)
+        return name
 
     @classmethod
     def parse(cls, text: str) -> Any:
@@ -320,36 +533,33 @@ class _DeepBuilder(HTMLParser):
         b.feed(text)
         b.close()
         while b.open:
-            b.builder.end(b.open.pop())
+            b._pop()
         return b.builder.close()
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "html":
+        if tag == "html" or not _XML_NAME.match(tag):  # lxml takes XML names only; so do browsers' DOMs
             return
         closes = self.CLOSES.get(tag, frozenset())
         if (closes and self.open and self.open[-1] in closes) or (
             tag not in INLINE_TAGS and self.open and self.open[-1] == "p"
         ):
-            self.builder.end(self.open.pop())
-        self.builder.start(tag, {k: v or "" for k, v in attrs})
+            self._pop()
+        self.builder.start(tag, {k: v or "" for k, v in attrs if _XML_NAME.match(k)})
         if tag in self.VOID:
             self.builder.end(tag)
         else:
-            self.open.append(tag)
+            self._push(tag)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
         if tag not in self.VOID and self.open and self.open[-1] == tag:
-            self.builder.end(self.open.pop())
+            self._pop()
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "html" or tag not in self.open:
+        if tag == "html" or not self.counts[tag]:
             return
-        while self.open:
-            name = self.open.pop()
-            self.builder.end(name)
-            if name == tag:
-                break
+        while self.open and self._pop() != tag:
+            pass
 
     def handle_data(self, data: str) -> None:
         self.builder.data(data)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path as FsPath
+from typing import TYPE_CHECKING
 
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+if TYPE_CHECKING:  # nltk loads in seconds: imported on first segmentation, not with spire_core
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 _DATA = FsPath(__file__).parent / "data" / "punkt_tab"
 
@@ -86,6 +88,8 @@ EXTRA_ABBREVIATIONS = frozenset(
 @lru_cache(maxsize=4)
 def tokenizer(language: str = "english") -> PunktSentenceTokenizer:
     """The Punkt tokenizer for ``language`` (only ``"english"`` ships)."""
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
     folder = _DATA / language
     if not folder.is_dir():
         raise ValueError(f"no Punkt parameters for {language!r}; available: english")

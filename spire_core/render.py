@@ -34,10 +34,16 @@ def render(
     *,
     fmt: Fmt = "markdown",
     labels: Mapping[str, Iterable[Path]] | None = None,
+    markers: Mapping[str, Iterable[Path]] | None = None,
 ) -> str:
-    """Render the subdocument ``(doc, paths)`` as ``"markdown"`` or ``"text"``."""
+    """Render the subdocument ``(doc, paths)`` as ``"markdown"`` or ``"text"``.
+
+    ``labels`` wrap each unit's text in ``<name>…</name>``; ``markers`` put `` [name]`` after
+    each unit's last word (a citation marker).
+    """
     label_nodes = {name: doc.indices(p) for name, p in (labels or {}).items()}
-    return render_indices(doc, doc.indices(paths), fmt=fmt, labels=label_nodes)
+    marker_nodes = {name: doc.indices(p) for name, p in (markers or {}).items()}
+    return render_indices(doc, doc.indices(paths), fmt=fmt, labels=label_nodes, markers=marker_nodes)
 
 
 def render_indices(
@@ -46,21 +52,26 @@ def render_indices(
     *,
     fmt: Fmt = "markdown",
     labels: Mapping[str, Iterable[int]] | None = None,
+    markers: Mapping[str, Iterable[int]] | None = None,
 ) -> str:
     """:func:`render` on node indices (no path conversion)."""
     if fmt not in ("markdown", "text"):
         raise ValueError(f"fmt must be 'markdown' or 'text', not {fmt!r}")
     kept = sorted(link_indices(doc, nodes))
-    return _Renderer(doc, kept, fmt == "markdown", _marks(doc, kept, labels or {})).run()
+    return _Renderer(doc, kept, fmt == "markdown", _marks(doc, kept, labels or {}, markers or {})).run()
 
 
 @dataclass
 class _Marks:
     opens: dict[int, list[str]] = field(default_factory=dict)
     closes: dict[int, list[str]] = field(default_factory=dict)
+    #: citation markers after a text node
+    after: dict[int, list[str]] = field(default_factory=dict)
 
 
-def _marks(doc: Document, kept: list[int], labels: Mapping[str, Iterable[int]]) -> _Marks:
+def _marks(
+    doc: Document, kept: list[int], labels: Mapping[str, Iterable[int]], markers: Mapping[str, Iterable[int]]
+) -> _Marks:
     marks = _Marks()
     keep = set(kept)
     for name, nodes in labels.items():
@@ -68,6 +79,10 @@ def _marks(doc: Document, kept: list[int], labels: Mapping[str, Iterable[int]]) 
         if texts:
             marks.opens.setdefault(texts[0], []).append(name)
             marks.closes.setdefault(texts[-1], []).insert(0, name)
+    for name, nodes in markers.items():
+        words = [i for i in link_indices(doc, nodes) if i in keep and doc.tag[i] is None and doc.text[i].strip()]
+        if words:
+            marks.after.setdefault(max(words), []).append(name)
     return marks
 
 
@@ -111,6 +126,8 @@ class _Renderer:
             text = "".join(f"<{m}>" for m in self.marks.opens[i]) + text
         if i in self.marks.closes:
             text = text + "".join(f"</{m}>" for m in self.marks.closes[i])
+        if i in self.marks.after:
+            text = text.rstrip() + "".join(f" [{m}]" for m in self.marks.after[i])
         return text
 
     # -- traversal -------------------------------------------------------------------

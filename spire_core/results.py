@@ -19,6 +19,7 @@ from .context import HTML, Policy, global_context
 from .document import Path
 from .evidence import Selection
 from .options import DEFAULT_SIZE, Fmt
+from .passages import decode_members, encode_members
 from .paths import decode_paths, encode_paths
 from .render import render
 from .size import SizeFn
@@ -29,6 +30,8 @@ DOC_ID = "spire_doc_id"
 PATHS = "spire_paths"
 #: a unit's begin path (a sentence's first node, a block's element)
 BEGIN = "spire_begin"
+#: a passage unit's member sentences: their path counts in ``PATHS``' sorted order (``"4,3,5"``)
+MEMBERS = "spire_members"
 #: a result's merged seed paths (without their global context)
 SEEDS = "spire_seeds"
 #: what a result's rendering costs under the size function
@@ -42,12 +45,21 @@ FILTER = "spire_filter"
 #: the ids of a stored page's units (to delete them when the page changes)
 UNIT_IDS = "spire_ids"
 #: every key SPIRE writes; stripped from a source's metadata and hidden from embedded/LLM text
-SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, SEEDS, COST, SCORE, CITATIONS, FILTER, UNIT_IDS)
+SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, MEMBERS, SEEDS, COST, SCORE, CITATIONS, FILTER, UNIT_IDS)
 
 #: Namespace of unit ids (a later collection may bring its own).
 UNIT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/unit")
 #: Namespace of result ids (a result and the unit with the same paths never share an id).
 RESULT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/result")
+
+
+def unit_namespace(name: str) -> uuid.UUID:
+    """The id namespace of the units of collection ``name`` (``""``: :data:`UNIT_NAMESPACE`).
+
+    The same page indexed into two collections sharing one table (LangChain ``PGVector``
+    collections do) then gets distinct unit ids, so neither upsert overwrites the other.
+    """
+    return uuid.uuid5(UNIT_NAMESPACE, name) if name else UNIT_NAMESPACE
 
 
 def unit_id(doc_id: str, paths: Iterable[Path], *, namespace: uuid.UUID = UNIT_NAMESPACE) -> str:
@@ -60,9 +72,23 @@ def user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k not in SPIRE_KEYS}
 
 
-def unit_metadata(doc_id: str, paths: Iterable[Path], begin: Path) -> dict[str, Any]:
-    """The SPIRE metadata of one indexed unit (seed)."""
-    return {DOC_ID: doc_id, PATHS: encode_paths(paths), BEGIN: encode_paths([begin])}
+def unit_metadata(
+    doc_id: str, paths: Iterable[Path], begin: Path, members: Sequence[frozenset[Path]] = ()
+) -> dict[str, Any]:
+    """The SPIRE metadata of one indexed unit (seed); a passage's ``members`` when it has several."""
+    meta = {DOC_ID: doc_id, PATHS: encode_paths(paths), BEGIN: encode_paths([begin])}
+    if len(members) > 1:
+        meta[MEMBERS] = encode_members(members)
+    return meta
+
+
+def members_of(metadata: Mapping[str, Any], paths: frozenset[Path]) -> tuple[frozenset[Path], ...]:
+    """The sentence path sets a hit on a unit with seed ``paths`` cites: a passage's members, else ``(paths,)``.
+
+    Raises :class:`~spire_core.PathFormatError` when the member counts do not split ``paths``.
+    """
+    members = metadata.get(MEMBERS)
+    return decode_members(paths, members) if isinstance(members, str) and members else (paths,)
 
 
 def unit_of(metadata: Mapping[str, Any]) -> tuple[str, frozenset[Path]] | None:

@@ -1,4 +1,4 @@
-"""The indexing surface (Section 3.1): one seed per sentence (or per block), rendered with context.
+"""The indexing surface (Section 3.1): one seed per sentence, block or passage, rendered with context.
 
 The seed's path set is its identity; ``text`` is only what gets embedded. A table cell is
 a block leaf like a paragraph: its sentences are seeds, rendered under their row and
@@ -18,6 +18,7 @@ from .decoding import DEFAULT_MAX_BYTES
 from .document import INLINE_TAGS, Document, Path
 from .options import Fmt, Unit
 from .parse import parse_page
+from .passages import passages
 from .render import render_indices
 from .sentences import sentence_indices, sentences
 
@@ -37,12 +38,28 @@ class Seed:
     text: str
     #: the unit's own words, without context
     own_text: str
+    #: the sentence path sets a hit on this seed cites (a passage's members; else the seed itself)
+    members: tuple[frozenset[Path], ...] = ()
 
 
 def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: Unit = "sentence") -> list[Seed]:
-    """The seeds of ``doc``: each sentence (``unit="sentence"``) or block leaf (``"block"``)."""
+    """The seeds of ``doc``: each sentence (``unit="sentence"``), block leaf (``"block"``) or
+    passage (``"passage"``, :func:`spire_core.passages.passages`, cap and window by default)."""
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
+    if unit == "passage":
+        by_paths = {s.paths: s.text for s in sentences(doc)}
+        return [
+            Seed(
+                doc_id=doc.doc_id,
+                paths=p.paths,
+                begin=p.begin,
+                text=p.text,
+                own_text=" ".join(by_paths[m] for m in p.members),
+                members=p.members,
+            )
+            for p in passages(doc, policy=policy, fmt=fmt)
+        ]
     groups: list[tuple[int, list[int], str]] = []
     for s in sentences(doc):
         nodes = sentence_indices(doc, *s.span)
@@ -59,6 +76,7 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: 
             begin=doc.path(anchor),
             text=render_indices(doc, policy.indices(doc, nodes), fmt=fmt),
             own_text=own,
+            members=(doc.to_paths(nodes),),
         )
         for anchor, nodes, own in groups
     ]
@@ -90,6 +108,8 @@ class DocumentCache:
         #: the :func:`parse_page` options every page is parsed with
         self.segment, self.boilerplate, self.max_bytes = segment, boilerplate, max_bytes
         self._docs: OrderedDict[str, Document] = OrderedDict()
+        #: doc id -> invalidations so far: a parse that overlapped one is not stored (stale)
+        self._versions: dict[str, int] = {}
         self._lock = Lock()
 
     def __call__(self, doc_id: str) -> Document:
@@ -98,6 +118,7 @@ class DocumentCache:
             if doc is not None:
                 self._docs.move_to_end(doc_id)
                 return doc
+            version = self._versions.get(doc_id, 0)
         doc = parse_page(
             self.load(doc_id),
             doc_id=doc_id,
@@ -106,12 +127,14 @@ class DocumentCache:
             max_bytes=self.max_bytes,
         )
         with self._lock:
-            self._docs[doc_id] = doc
-            while len(self._docs) > self.maxsize:
-                self._docs.popitem(last=False)
+            if self._versions.get(doc_id, 0) == version:
+                self._docs[doc_id] = doc
+                while len(self._docs) > self.maxsize:
+                    self._docs.popitem(last=False)
         return doc
 
     def invalidate(self, doc_id: str) -> None:
-        """Forget ``doc_id`` (after its source changed)."""
+        """Forget ``doc_id`` (after its source changed); a parse of it still running is not kept."""
         with self._lock:
             self._docs.pop(doc_id, None)
+            self._versions[doc_id] = self._versions.get(doc_id, 0) + 1

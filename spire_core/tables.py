@@ -4,7 +4,12 @@ Used by rendering (Markdown tables) and by the tables rule of global context
 (:mod:`spire_core.context.tables`, which documents how cells get their labels).
 
 * ``rowspan``/``colspan`` are laid out as in the HTML table model, so a cell's column is
-  its grid column, not its index in its row (spans are capped at :data:`MAX_SPAN`).
+  its grid column, not its index in its row (spans are capped at :data:`MAX_SPAN`, and a
+  rowspan ends at the last row).
+* Cost bound: a grid holds at most :data:`MAX_GRID_CELLS` slots beyond one per cell. Once
+  spans have filled that many, the remaining cells of the table are laid out 1 x 1 (the
+  documented fallback, recorded in :attr:`Grid.capped`), so layout time and memory are
+  linear in the number of cells however the spans are chosen.
 * *Header rows* are the rows of ``<thead>`` and rows made only of ``<th>``. When a table
   has no ``<th>`` and no ``<thead>`` at all, its first row is the header row (if the table
   has another row).
@@ -21,6 +26,8 @@ from .document import Document, Memo
 
 CELL_TAGS = frozenset({"td", "th"})
 MAX_SPAN = 1000
+#: Grid slots the spans of one table may fill (see the module docstring).
+MAX_GRID_CELLS = 100_000
 
 
 @dataclass
@@ -36,6 +43,12 @@ class Grid:
     #: full-width rows of one header cell below the top, each heading the rows under it
     group_rows: set[int] = field(default_factory=set)
     body_th: bool = False
+    #: header rows in order (for labelling, with :attr:`header_rows`)
+    header_order: list[int] = field(default_factory=list)
+    #: row -> the ``th`` cells covering it, as sorted ``(first column, cell)``
+    row_th: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    #: True when the spans hit :data:`MAX_GRID_CELLS` and later cells were laid out 1 x 1
+    capped: bool = False
 
     def width(self) -> int:
         return 1 + max((c for _, c in self.at), default=-1)
@@ -105,6 +118,7 @@ def _layout(doc: Document, table: int) -> Grid:
         caption = _docbook_title(doc, table)
     g = Grid(table=table, caption=caption, rows=rows)
     any_th = False
+    spare = MAX_GRID_CELLS  # slots the spans may still fill
     for r, tr in enumerate(rows):
         col = 0
         cells = [c for c in doc.children[tr] if doc.tag[c] in CELL_TAGS]
@@ -112,14 +126,22 @@ def _layout(doc: Document, table: int) -> Grid:
         for cell in cells:
             while (r, col) in g.at:
                 col += 1
-            rs = _span(doc.attrs[cell].get("rowspan"))
+            rs = min(_span(doc.attrs[cell].get("rowspan")), len(rows) - r)
             cs = _span(doc.attrs[cell].get("colspan"))
-            g.cells[cell] = (r, col, cs, min(rs, len(rows) - r))
-            for dr in range(min(rs, len(rows) - r)):
+            if rs * cs > 1:
+                if rs * cs - 1 > spare:
+                    rs = cs = 1
+                    g.capped = True
+                spare -= rs * cs - 1
+            g.cells[cell] = (r, col, cs, rs)
+            th = doc.tag[cell] == "th"
+            for dr in range(rs):
                 for dc in range(cs):
                     g.at.setdefault((r + dr, col + dc), cell)
+                if th:
+                    g.row_th.setdefault(r + dr, []).append((col, cell))
             col += cs
-            if doc.tag[cell] == "th":
+            if th:
                 any_th = True
             else:
                 all_th = False
@@ -127,11 +149,15 @@ def _layout(doc: Document, table: int) -> Grid:
             g.header_rows.add(r)
     if not any_th and not in_head and len(rows) > 1:
         g.header_rows.add(0)
+    for row in g.row_th.values():
+        row.sort()
     last = g.width() - 1
     for r in sorted(g.header_rows):
-        if r and last > 0 and g.at.get((r, 0)) == g.at.get((r, last)):
+        first = g.at.get((r, 0))
+        if r and last > 0 and first is not None and first == g.at.get((r, last)):
             g.group_rows.add(r)
     g.header_rows -= g.group_rows
+    g.header_order = sorted(g.header_rows)
     labelled = g.header_rows | g.group_rows
     g.body_th = any(doc.tag[c] == "th" and g.cells[c][0] not in labelled for c in g.cells)
     return g

@@ -11,7 +11,7 @@ from spire_core import MissingSourceError
 
 from ._source import citations_of, source_id
 from .compressor import SpireEvidenceFilter
-from .format import format_citations, numbered_citations
+from .format import numbered_citations
 from .retriever import SpireRetriever, default_embeddings
 from .transformer import SpireTransformer
 
@@ -22,7 +22,6 @@ __all__ = [
     "SpireTransformer",
     "citations_of",
     "default_embeddings",
-    "format_citations",
     "numbered_citations",
     "source_id",
 ]

@@ -6,8 +6,12 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document as LCDocument
 
-from spire_core import Citation
-from spire_core.results import DOC_ID
+from spire_core import Citation, Policy
+from spire_core.aggregate import Documents
+from spire_core.options import Fmt
+from spire_core.results import DOC_ID, from_metadata
+from spire_core.size import SizeFn
+from spire_core.sources import Sources, cite_sources
 
 from ._source import citations_of, source_id
 
@@ -24,8 +28,19 @@ def numbered_citations(documents: Sequence[LCDocument]) -> list[Citation]:
     return out
 
 
-def format_citations(documents: Sequence[LCDocument]) -> str:
-    """The citations as a numbered list for a prompt: ``[1] (source)`` then the cited text."""
-    return "\n\n".join(
-        f"[{n}] ({c.doc_id})\n{c.text.strip()}" for n, c in enumerate(numbered_citations(documents), start=1)
-    )
+def cited_sources(
+    documents: Sequence[LCDocument], pages: Documents, *, budget: int, size: SizeFn, policy: Policy, fmt: Fmt
+) -> Sources:
+    """The prompt sources of SPIRE results: one merged view per page, ``[n]`` after the ``n``-th citation.
+
+    Numbering is :func:`numbered_citations`'; the whole costs at most ``budget`` under ``size``
+    (:func:`spire_core.sources.cite_sources`). Raises ``ValueError`` for a document that is no
+    SPIRE result.
+    """
+    results = []
+    for doc in documents:
+        sub = from_metadata(doc.metadata, doc.page_content, size=size)
+        if sub is None or not sub.citations:
+            raise ValueError(f"document {doc.id or source_id(doc)!r} is not a SPIRE result: it has no citations")
+        results.append(sub)
+    return cite_sources(results, pages, budget=budget, size=size, policy=policy, fmt=fmt)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -24,16 +26,29 @@ from spire_core import (
     MissingSourceError,
     PathFormatError,
     Policy,
+    SpireError,
     Subdocument,
     aggregate,
     to_metadata,
     unit_id,
 )
-from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
-from spire_core.results import RESULT_NAMESPACE, UNIT_IDS, unit_of, user_metadata
+from spire_core.decoding import decode
+from spire_core.options import (
+    DEFAULT_BUDGET,
+    DEFAULT_FILL,
+    DEFAULT_FIRST_K,
+    DEFAULT_MAX_ROUNDS,
+    DEFAULT_SIZE,
+    Fmt,
+    OnPageError,
+)
+from spire_core.passages import PassageHit, expand
+from spire_core.results import RESULT_NAMESPACE, UNIT_IDS, members_of, unit_of, user_metadata
 from spire_core.size import SizeFn
+from spire_core.table_view import table_views
 
 from ._source import page_loader, source_id
+from .format import cited_sources
 from .transformer import SpireTransformer
 
 log = logging.getLogger(__name__)
@@ -41,6 +56,10 @@ log = logging.getLogger(__name__)
 Scored = list[tuple[LCDocument, float]]
 #: how far a search may over-fetch to make up for hits it must skip (other sources, stale entries)
 _OVERFETCH = 8
+#: units embedded per batch when ``from_html`` shows progress
+_EMBED_BATCH = 256
+#: a page given to ``from_html``: a ``Document``, HTML/Markdown/plain text, or a file path
+Page = LCDocument | str | os.PathLike[str]
 
 
 def default_embeddings() -> Embeddings:
@@ -74,7 +93,14 @@ class SpireRetriever(BaseRetriever):
     ``scores`` says how to read the store's scores (``"auto"``: from their order, which
     is best first; ``"distance"``: lower is closer, reported as ``1 / (1 + d)``;
     ``"similarity"``; ``"relevance"``: the store's normalised relevance scores). Ranks
-    always follow the store's order.
+    always follow the store's order. ``search_type="mmr"`` searches with the store's
+    maximal-marginal-relevance search (diverse hits; scored by rank). With ``tables`` (the
+    default) the best-ranked tables are delivered as views that answer positional,
+    neighbour and extreme questions (:func:`spire_core.table_view.table_views`).
+
+    Unit ids are made for ``id_namespace`` (default: the store's ``collection_name`` when
+    it has one), so the same page in two collections of one table never shares ids; an
+    upsert that does not land (ids held elsewhere) is logged as a warning.
     """
 
     vectorstore: VectorStore
@@ -84,6 +110,7 @@ class SpireRetriever(BaseRetriever):
     first_k: int = Field(default=DEFAULT_FIRST_K, gt=0)
     max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, gt=0)
     fill: float = Field(default=DEFAULT_FILL, gt=0)
+    tables: bool = True
     size: Callable[[str], int] = DEFAULT_SIZE
     policy: Policy = HTML
     fmt: Fmt = "markdown"
@@ -91,12 +118,17 @@ class SpireRetriever(BaseRetriever):
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     transformer: SpireTransformer = Field(default_factory=SpireTransformer)
     cache_size: int = Field(default=64, gt=0)
+    id_namespace: str | None = None
+    search_type: Literal["similarity", "mmr"] = "similarity"
 
     _documents: DocumentCache = PrivateAttr()
     _distance: bool | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         self._documents = DocumentCache(page_loader(self.docstore), maxsize=self.cache_size)
+        if self.id_namespace is None:
+            self.id_namespace = self.transformer.id_namespace or str(getattr(self.vectorstore, "collection_name", ""))
+        self.transformer = _namespaced(self.transformer, self.id_namespace)
 
     @property
     def documents(self) -> DocumentCache:
@@ -107,10 +139,11 @@ class SpireRetriever(BaseRetriever):
     @classmethod
     def from_html(
         cls,
-        documents: Iterable[LCDocument],
+        documents: Iterable[Page],
         embeddings: Embeddings | None = None,
         *,
         vectorstore_cls: type[VectorStore] = InMemoryVectorStore,
+        vectorstore_kwargs: Mapping[str, Any] | None = None,
         docstore: BaseStore[str, LCDocument] | None = None,
         transformer: SpireTransformer | None = None,
         budget: int = DEFAULT_BUDGET,
@@ -118,24 +151,34 @@ class SpireRetriever(BaseRetriever):
         first_k: int = DEFAULT_FIRST_K,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         fill: float = DEFAULT_FILL,
+        tables: bool = True,
         size: SizeFn = DEFAULT_SIZE,
         policy: Policy | None = None,
         fmt: Fmt | None = None,
         scores: Literal["auto", "similarity", "distance", "relevance"] = "auto",
         search_kwargs: dict[str, Any] | None = None,
         cache_size: int = 64,
+        id_namespace: str | None = None,
+        search_type: Literal["similarity", "mmr"] = "similarity",
+        show_progress: bool = False,
     ) -> SpireRetriever:
-        """Index HTML ``documents`` into a new ``vectorstore_cls`` and an in-memory docstore.
+        """Index pages into a new ``vectorstore_cls`` and an in-memory docstore.
 
+        ``documents`` are ``Document``\\ s, page texts (HTML, Markdown or plain: a string is
+        a page, never a file name) or file paths (``pathlib.Path``; the page id is the path).
+        ``vectorstore_kwargs`` go to ``vectorstore_cls.from_documents`` (e.g.
+        ``{"location": ":memory:", "collection_name": "docs"}`` for Qdrant, ``connection``
+        and ``collection_name`` for PGVector); ``id_namespace`` defaults to their
+        ``collection_name``. ``show_progress`` shows a bar while the units are embedded.
         ``embeddings`` defaults to :func:`default_embeddings`; ``policy`` and ``fmt`` to the
         transformer's; the other options are the retriever's fields.
         """
-        transformer = transformer or SpireTransformer()
-        prepared = _prepare(transformer, documents)
+        store_kwargs = dict(vectorstore_kwargs or {})
+        namespace = id_namespace if id_namespace is not None else str(store_kwargs.get("collection_name", ""))
+        transformer = _namespaced(transformer or SpireTransformer(), namespace)
+        prepared = _prepare(transformer, (_as_page(d) for d in documents))
         pieces = [p for _, _, ps in prepared for p in ps]
-        vectorstore = vectorstore_cls.from_documents(
-            pieces, embeddings or default_embeddings(), ids=[str(p.id) for p in pieces]
-        )
+        vectorstore = _embed(vectorstore_cls, pieces, embeddings or default_embeddings(), store_kwargs, show_progress)
         store: BaseStore[str, LCDocument] = docstore if docstore is not None else InMemoryStore()
         store.mset([(source, _record(page, ps)) for source, page, ps in prepared])
         return cls(
@@ -147,23 +190,42 @@ class SpireRetriever(BaseRetriever):
             first_k=first_k,
             max_rounds=max_rounds,
             fill=fill,
+            tables=tables,
             size=size,
             policy=transformer.policy if policy is None else policy,
             fmt=transformer.fmt if fmt is None else fmt,
             scores=scores,
             search_kwargs=dict(search_kwargs or {}),
             cache_size=cache_size,
+            id_namespace=namespace,
+            search_type=search_type,
         )
 
-    def add_documents(self, documents: Iterable[LCDocument], *, force: bool = False) -> list[str]:
+    def format_citations(self, documents: Sequence[LCDocument]) -> str:
+        """The sources block of a prompt for this retriever's results: each page once, ``[n]`` markers inside.
+
+        ``[n]`` after a sentence is ``numbered_citations(documents)[n - 1]``; the text
+        (markers and ``Source:`` lines included) costs at most ``budget`` under ``size``, so
+        what is sent is what the budget paid for (the lowest-scored citations are left out
+        when the markers would not fit).
+        """
+        return cited_sources(
+            documents, self._documents, budget=self.budget, size=self.size, policy=self.policy, fmt=self.fmt
+        ).text
+
+    def add_documents(
+        self, documents: Iterable[LCDocument], *, force: bool = False, errors: OnPageError = "raise"
+    ) -> list[str]:
         """Index (or re-index) source pages; returns the ids of the sentence ``Document``\\ s added.
 
         A page already in the docstore under the same source id is replaced: its old
         sentence ids are deleted from the vector store first, so a changed page leaves no
-        stale sentences. Unchanged pages are skipped unless ``force``.
+        stale sentences. Unchanged pages are skipped unless ``force``. A page that cannot be
+        split raises (``errors="raise"``), or is logged once with its id and reason and left
+        as it was while the other pages are indexed (``errors="skip"``).
         """
         added: list[str] = []
-        for source, page, pieces in _prepare(self.transformer, documents):
+        for source, page, pieces in _prepare(self.transformer, documents, errors):
             old = self.docstore.mget([source])[0]
             if old is not None:
                 if not force and old.page_content == page.page_content and user_metadata(old.metadata) == page.metadata:
@@ -172,10 +234,27 @@ class SpireRetriever(BaseRetriever):
             ids = [str(p.id) for p in pieces]
             if pieces:
                 self.vectorstore.add_documents(pieces, ids=ids)
+                self._check_landed(source, ids)
             self.docstore.mset([(source, _record(page, pieces))])
             self._documents.invalidate(source)
             added.extend(ids)
         return added
+
+    def _check_landed(self, source: str, ids: list[str]) -> None:
+        """Warn when the store does not hold every unit just added (ids taken by another collection?)."""
+        try:
+            found = {d.id for d in self.vectorstore.get_by_ids(ids)}
+        except NotImplementedError:
+            return
+        missing = [i for i in ids if i not in found]
+        if missing:
+            log.warning(
+                "%d of %d units of page %r did not land in the vector store (are their ids held by another "
+                "collection of the same table? give each collection its own id_namespace)",
+                len(missing),
+                len(ids),
+                source,
+            )
 
     def delete_sources(self, sources: Iterable[str]) -> None:
         """Remove pages (by source id) and their sentences."""
@@ -207,14 +286,27 @@ class SpireRetriever(BaseRetriever):
 
     # -- search ----------------------------------------------------------------------------
     def _raw(self, query: str, n: int, kwargs: dict[str, Any]) -> Scored:
+        if self.search_type == "mmr":
+            try:
+                return _ranked(self.vectorstore.max_marginal_relevance_search(query, **_mmr_k(n, kwargs)))
+            except NotImplementedError as err:
+                raise self._no_mmr() from err
         if self.scores == "relevance":
             return self.vectorstore.similarity_search_with_relevance_scores(query, n, **kwargs)
         return self.vectorstore.similarity_search_with_score(query, n, **kwargs)
 
     async def _araw(self, query: str, n: int, kwargs: dict[str, Any]) -> Scored:
+        if self.search_type == "mmr":
+            try:
+                return _ranked(await self.vectorstore.amax_marginal_relevance_search(query, **_mmr_k(n, kwargs)))
+            except NotImplementedError as err:
+                raise self._no_mmr() from err
         if self.scores == "relevance":
             return await self.vectorstore.asimilarity_search_with_relevance_scores(query, n, **kwargs)
         return await self.vectorstore.asimilarity_search_with_score(query, n, **kwargs)
+
+    def _no_mmr(self) -> ValueError:
+        return ValueError(f"search_type='mmr': {type(self.vectorstore).__name__} has no max-marginal-relevance search")
 
     def _is_distance(self, pairs: Scored) -> bool:
         if self.scores != "auto":
@@ -223,14 +315,15 @@ class SpireRetriever(BaseRetriever):
             self._distance = bool(pairs[0][1] < pairs[-1][1])  # the store lists best first
         return bool(self._distance)
 
-    def _hits(self, pairs: Scored, max_sources: int | None) -> list[Hit]:
+    def _hits(self, pairs: Scored, max_sources: int | None) -> list[PassageHit]:
         distance = self._is_distance(pairs)
-        hits: list[Hit] = []
+        hits: list[PassageHit] = []
         sources: set[str] = set()
         missing: set[str] = set()
         for doc, raw in pairs:
             try:
                 unit = unit_of(doc.metadata)
+                members = members_of(doc.metadata, unit[1]) if unit is not None else ()
             except PathFormatError as err:
                 log.warning("hit %s skipped: %s", doc.id, err)
                 continue
@@ -239,7 +332,7 @@ class SpireRetriever(BaseRetriever):
                     "vector store entry %s is not a SPIRE sentence (no spire_doc_id/spire_paths): skipped", doc.id
                 )
                 continue
-            source, paths = unit
+            source = unit[0]
             if source not in sources:
                 if source in missing or (max_sources is not None and len(sources) >= max_sources):
                     continue
@@ -251,23 +344,24 @@ class SpireRetriever(BaseRetriever):
                     continue
                 sources.add(source)
             score = float(raw)
-            hits.append(Hit(source, paths, 1.0 / (1.0 + max(score, 0.0)) if distance else score))
+            hits.append(PassageHit(source, members, 1.0 / (1.0 + max(score, 0.0)) if distance else score))
         return hits
 
-    def _search(self, raw: Callable[[int], Scored], max_sources: int | None) -> Callable[[int], list[Hit]]:
+    def _search(self, query: str, raw: Callable[[int], Scored], max_sources: int | None) -> Callable[[int], list[Hit]]:
         def search(k: int) -> list[Hit]:
             n = k
             while True:
                 pairs = raw(n)
-                hits = self._hits(pairs, max_sources)
-                if len(hits) >= k or len(pairs) < n or n >= _OVERFETCH * k:
-                    return hits[:k]
+                units = self._hits(pairs, max_sources)
+                if len(units) >= k or len(pairs) < n or n >= _OVERFETCH * k:
+                    # a passage's hit is one per member sentence, the best first: citations stay sentences
+                    return expand(units[:k], query=query, documents=self._documents, order="overlap", limit=k)
                 n *= 2
 
         return search
 
-    def _aggregate(self, search: Callable[[int], list[Hit]], budget: int) -> list[Subdocument]:
-        return aggregate(
+    def _aggregate(self, query: str, search: Callable[[int], list[Hit]], budget: int) -> list[Subdocument]:
+        results = aggregate(
             search,
             documents=self._documents,
             budget=budget,
@@ -278,8 +372,13 @@ class SpireRetriever(BaseRetriever):
             max_rounds=self.max_rounds,
             fill=self.fill,
         )
+        if not self.tables:
+            return results
+        return table_views(
+            query, results, self._documents, budget=budget, size=self.size, policy=self.policy, fmt=self.fmt
+        )
 
-    def _options(self, k: int | None, budget: int | None, kwargs: dict[str, Any]) -> tuple[int | None, int, dict]:
+    def _options(self, k: int | None, budget: int | None, kwargs: dict[str, Any]) -> tuple[int | None, int, dict[str, Any]]:
         kwargs.pop("verbose", None)  # passed along by BaseRetriever.invoke
         k = self.k if k is None else k
         if k is not None and k <= 0:
@@ -291,8 +390,8 @@ class SpireRetriever(BaseRetriever):
     ) -> list[Subdocument]:
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         k, budget, search_kwargs = self._options(k, budget, kwargs)
-        search = self._search(lambda n: self._raw(query, n, search_kwargs), k)
-        return self._aggregate(search, budget)
+        search = self._search(query, lambda n: self._raw(query, n, search_kwargs), k)
+        return self._aggregate(query, search, budget)
 
     async def aretrieve(
         self, query: str, *, k: int | None = None, budget: int | None = None, **kwargs: Any
@@ -305,7 +404,7 @@ class SpireRetriever(BaseRetriever):
             return asyncio.run_coroutine_threadsafe(self._araw(query, n, search_kwargs), loop).result()
 
         # not the default executor: a store's async search may itself need it (deadlock when saturated)
-        return await loop.run_in_executor(_workers(), self._aggregate, self._search(raw, k), budget)
+        return await loop.run_in_executor(_workers(), self._aggregate, query, self._search(query, raw, k), budget)
 
     def _to_documents(self, results: Sequence[Subdocument], pages: Sequence[LCDocument | None]) -> list[LCDocument]:
         return [result_document(sub, page) for sub, page in zip(results, pages, strict=True)]
@@ -320,6 +419,7 @@ class SpireRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[LCDocument]:
         results = self.retrieve(query, k=k, budget=budget, **kwargs)
+        run_manager.on_text(_summary(results, self.budget if budget is None else budget))
         return self._to_documents(results, self.docstore.mget([r.doc_id for r in results]))
 
     async def _aget_relevant_documents(
@@ -332,6 +432,7 @@ class SpireRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> list[LCDocument]:
         results = await self.aretrieve(query, k=k, budget=budget, **kwargs)
+        await run_manager.on_text(_summary(results, self.budget if budget is None else budget))
         return self._to_documents(results, await self.docstore.amget([r.doc_id for r in results]))
 
 
@@ -344,6 +445,61 @@ def result_document(sub: Subdocument, page: LCDocument | None = None) -> LCDocum
     )
 
 
+def _summary(results: Sequence[Subdocument], budget: int) -> str:
+    """The line a query reports to the callbacks."""
+    cited = sum(len(r.citations) for r in results)
+    return f"SPIRE: {len(results)} page(s), {cited} citation(s), {sum(r.cost for r in results)} of {budget} tokens"
+
+
+def _namespaced(transformer: SpireTransformer, namespace: str) -> SpireTransformer:
+    """``transformer`` making unit ids for ``namespace``."""
+    if transformer.id_namespace == namespace:
+        return transformer
+    return SpireTransformer(
+        policy=transformer.policy, unit=transformer.unit, fmt=transformer.fmt, id_namespace=namespace
+    )
+
+
+def _as_page(page: Page) -> LCDocument:
+    """A page given to ``from_html`` as a ``Document`` (a path is read and decoded as the page declares)."""
+    if isinstance(page, LCDocument):
+        return page
+    if isinstance(page, str):
+        return LCDocument(page_content=page)
+    path = Path(page)
+    return LCDocument(page_content=decode(path.read_bytes(), doc_id=str(path)).text, metadata={"source": str(path)})
+
+
+def _embed(
+    vectorstore_cls: type[VectorStore],
+    pieces: Sequence[LCDocument],
+    embeddings: Embeddings,
+    kwargs: Mapping[str, Any],
+    show_progress: bool,
+) -> VectorStore:
+    """A new store of ``pieces``, embedded in batches behind a progress bar when ``show_progress``."""
+    batches = [pieces[i : i + _EMBED_BATCH] for i in range(0, len(pieces), _EMBED_BATCH)] or [pieces]
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(pieces), desc="embedding", unit="unit", disable=not show_progress) as bar:
+        first = list(batches[0])
+        store = vectorstore_cls.from_documents(first, embeddings, ids=[str(p.id) for p in first], **kwargs)
+        bar.update(len(batches[0]))
+        for batch in batches[1:]:
+            store.add_documents(list(batch), ids=[str(p.id) for p in batch])
+            bar.update(len(batch))
+    return store
+
+
+def _mmr_k(n: int, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {"k": n, "fetch_k": max(4 * n, 20), **kwargs}
+
+
+def _ranked(documents: Sequence[LCDocument]) -> Scored:
+    """Scores by rank (best first) for a search that gives none."""
+    return [(doc, 1.0 - i / max(len(documents), 1)) for i, doc in enumerate(documents)]
+
+
 @cache
 def _workers() -> ThreadPoolExecutor:
     """Threads that run the (CPU-bound) aggregation of async queries."""
@@ -351,16 +507,27 @@ def _workers() -> ThreadPoolExecutor:
 
 
 def _prepare(
-    transformer: SpireTransformer, documents: Iterable[LCDocument]
+    transformer: SpireTransformer, documents: Iterable[LCDocument], errors: OnPageError = "raise"
 ) -> list[tuple[str, LCDocument, list[LCDocument]]]:
-    """``(source id, page, sentence documents)`` per page; a later page with the same id wins."""
+    """``(source id, page, sentence documents)`` per page; a later page with the same id wins.
+
+    With ``errors="skip"``, a page whose split raises (anything) is logged and left out.
+    """
     by_source: dict[str, tuple[LCDocument, list[LCDocument]]] = {}
     for doc in documents:
         source = source_id(doc)
         if source in by_source:
             log.warning("source %r given twice: the later page wins", source)
         page = LCDocument(id=source, page_content=doc.page_content, metadata=user_metadata(doc.metadata))
-        by_source[source] = (page, transformer.split(page))
+        try:
+            pieces = transformer.split(page)
+        except Exception as err:  # one bad page must not end a bulk run, whatever it raises
+            if errors == "raise":
+                raise
+            reason = str(err) if isinstance(err, SpireError) else f"{type(err).__name__}: {err}"
+            log.error("skipped page %r: %s", source, reason)
+            continue
+        by_source[source] = (page, pieces)
     return [(source, page, pieces) for source, (page, pieces) in by_source.items()]
 
 

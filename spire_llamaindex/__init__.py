@@ -6,16 +6,60 @@ Adapters only: every algorithm lives in :mod:`spire_core`; the result schema (me
 keys, ids) is :mod:`spire_core.results`, shared with ``spire_langchain``.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from spire_core import MissingSourceError
 from spire_core.results import SPIRE_KEYS
 
-from ._source import SourceDocuments
-from .embedding import default_embed_model
-from .index import IndexUpdate, build_index, html_files, read_page, remove_documents, store_sources, update_index
-from .parser import SpireNodeParser
-from .postprocessor import SpireEvidenceFilter
-from .retriever import SpireRetriever, citations_of, subdocument_of
-from .store import Store, StoreError, load_store, save_store
+if TYPE_CHECKING:
+    from ._source import SourceDocuments
+    from .embedding import default_embed_model
+    from .index import (
+        IndexUpdate,
+        build_index,
+        html_files,
+        page_files,
+        read_page,
+        remove_documents,
+        store_sources,
+        update_index,
+    )
+    from .parser import SpireNodeParser
+    from .postprocessor import SpireEvidenceFilter
+    from .retriever import SpireRetriever, citations_of, subdocument_of
+    from .store import Store, StoreError, load_store, save_store
+
+#: where each public name lives: imported on first use, so ``spire --help`` starts without LlamaIndex
+_LAZY = {
+    "SourceDocuments": "._source",
+    "default_embed_model": ".embedding",
+    **dict.fromkeys(
+        [
+            "IndexUpdate",
+            "build_index",
+            "html_files",
+            "page_files",
+            "read_page",
+            "remove_documents",
+            "store_sources",
+            "update_index",
+        ],
+        ".index",
+    ),
+    "SpireNodeParser": ".parser",
+    "SpireEvidenceFilter": ".postprocessor",
+    **dict.fromkeys(["SpireRetriever", "citations_of", "subdocument_of"], ".retriever"),
+    **dict.fromkeys(["Store", "StoreError", "load_store", "save_store"], ".store"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "SPIRE_KEYS",
@@ -32,6 +76,7 @@ __all__ = [
     "default_embed_model",
     "html_files",
     "load_store",
+    "page_files",
     "read_page",
     "remove_documents",
     "save_store",

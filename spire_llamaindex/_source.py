@@ -13,12 +13,14 @@ from spire_core import (
     Document,
     DocumentCache,
     MissingSourceError,
-    is_html,
+    declared_kind,
+    markdown_to_html,
     parse_page,
     parse_text,
     text_to_html,
 )
 from spire_core.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.parse import page_kind
 
 log = logging.getLogger("spire_llamaindex")
 
@@ -31,9 +33,16 @@ def says_plain_text(metadata: Mapping[str, Any] | None) -> bool:
 
 
 def is_plain_text(text: str, metadata: Mapping[str, Any] | None = None) -> bool:
-    """Whether a source is read as plain text: its metadata says ``text/plain``, or it holds no
-    HTML tag (:func:`spire_core.is_html`, the test :func:`spire_core.parse_page` applies)."""
-    return says_plain_text(metadata) or not is_html(text)
+    """Whether a source is read as plain text: its metadata says ``text/plain``, or it is
+    neither HTML nor Markdown (:func:`spire_core.parse.page_kind`, what :func:`spire_core.parse_page` applies)."""
+    return says_plain_text(metadata) or page_kind(text) == "text"
+
+
+def page_html(text: str, metadata: Mapping[str, Any] | None = None) -> str:
+    """The HTML a source page is parsed as (Markdown and plain text converted), e.g. to highlight it."""
+    if is_plain_text(text, metadata):
+        return text_to_html(text)
+    return markdown_to_html(text) if page_kind(text) == "markdown" else text
 
 
 def parse_source(
@@ -53,7 +62,9 @@ def parse_source(
     if says_plain_text(metadata):
         decode(text, max_bytes=max_bytes, doc_id=doc_id)  # binary data and oversized input fail here
         return parse_text(text, doc_id=doc_id)
-    return parse_page(text, doc_id=doc_id, max_bytes=max_bytes, boilerplate=boilerplate)
+    return parse_page(
+        text, doc_id=doc_id, max_bytes=max_bytes, boilerplate=boilerplate, declared=declared_kind(metadata or {})
+    )
 
 
 def source_text(node: BaseNode) -> str:
@@ -111,5 +122,5 @@ class SourceDocuments:
     def _load(self, doc_id: str) -> str:
         node = self.node(doc_id)
         text = source_text(node)
-        # parse_page (the cache's parser) reads text without tags as paragraphs by itself
-        return text_to_html(text) if says_plain_text(node.metadata) and is_html(text) else text
+        # parse_page (the cache's parser) tells HTML, Markdown and plain text apart by itself
+        return text_to_html(text) if says_plain_text(node.metadata) else text

@@ -1,7 +1,9 @@
 """The ``spire`` command: index a folder of HTML pages, query it, highlight a citation in its page.
 
     spire index PAGES_DIR --store DIR
+    spire index PAGES_DIR --db postgresql://... [--ray local|ADDRESS --workers N]   (docs/scale.md)
     spire query --store DIR "question" [--budget N] [--llm-base-url URL --llm-model NAME] [--json]
+    spire query --db postgresql://... "question"
     spire show --store DIR 'DOC_ID#PATHS' --out FILE.html
 
 Everything runs offline with the packaged embedding model. Exit codes: 0 success, 1 some
@@ -14,6 +16,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    index = sub.add_parser("index", help="index every *.html under PAGES_DIR (re-running updates changed pages)")
+    index = sub.add_parser(
+        "index", help="index every *.html and *.md page under PAGES_DIR (re-running updates changed pages)"
+    )
     index.add_argument("pages", metavar="PAGES_DIR", type=Path)
     index.add_argument("--store", type=Path, help="store folder (created if needed)")
     index.add_argument("--db", metavar="URI", help="index into Postgres + pgvector instead (postgresql://...)")
@@ -47,7 +52,12 @@ def _parser() -> argparse.ArgumentParser:
         "--ray", metavar="ADDRESS", help="ingest on Ray into --db: 'local' (a cluster of --workers CPUs) or an address"
     )
     index.add_argument("--workers", type=int, default=2, help="Ray embedding workers (default 2)")
-    index.add_argument("--unit", choices=["sentence", "block"], default="sentence", help="seed unit")
+    index.add_argument(
+        "--unit",
+        choices=["passage", "sentence", "block"],
+        default="passage",
+        help="indexed unit (default passage: sentences of one section embedded together, cited one by one)",
+    )
     index.add_argument("--no-global-context", action="store_true", help="embed bare sentences (ablation)")
     index.add_argument("--rebuild", action="store_true", help="discard what the store holds and index afresh")
     index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
@@ -103,11 +113,6 @@ def main(argv: list[str] | None = None) -> int:
 def _index(args: argparse.Namespace) -> int:
     from spire_core import HTML, NONE, SpireError
 
-    from .embedding import default_embed_model
-    from .index import build_index, html_files, read_page, remove_documents, update_index
-    from .parser import SpireNodeParser
-    from .store import MANIFEST, StoreError, load_store, parser_settings, save_store
-
     pages: Path = args.pages
     if not pages.is_dir():
         raise UsageError(f"pages folder {str(pages)!r} does not exist or is not a folder")
@@ -115,11 +120,17 @@ def _index(args: argparse.Namespace) -> int:
         raise UsageError("give --store DIR or --db URI (one of them)")
     if args.db is not None:
         return _index_db(args)
+
+    from .embedding import default_embed_model
+    from .index import PAGE_SUFFIXES, build_index, page_files, read_page, remove_documents, update_index
+    from .parser import SpireNodeParser
+    from .store import MANIFEST, StoreError, load_store, parser_settings, save_store
+
     if args.ray is not None:
         raise UsageError("--ray writes to a database: give --db URI")
-    files = html_files(pages)
+    files = page_files(pages)
     if not files:
-        raise UsageError(f"no *.html files under {str(pages)!r}")
+        raise UsageError(f"no pages ({', '.join('*' + s for s in PAGE_SUFFIXES)}) under {str(pages)!r}")
     store: Path = args.store
     exists = (store / MANIFEST).is_file()
     if store.exists() and not store.is_dir():
@@ -133,7 +144,7 @@ def _index(args: argparse.Namespace) -> int:
     for path in files:
         try:
             documents.append(read_page(path, pages, max_bytes=parser.max_bytes))
-        except SpireError as err:
+        except (SpireError, OSError) as err:  # unreadable: reported once below, the rest indexed
             failed[path.relative_to(pages).as_posix()] = str(err)
     progress = not args.quiet
     embed = default_embed_model()
@@ -172,8 +183,6 @@ def _index(args: argparse.Namespace) -> int:
         f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
         f"{len(removed)} removed, {len(failed)} skipped"
     )
-    for doc_id in report.empty:
-        print(f"{PROG}: warning: {doc_id} has no text (stored, nothing to search)", file=sys.stderr)
     for doc_id, reason in sorted(failed.items()):
         print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
     return 1 if failed else 0
@@ -210,9 +219,10 @@ def _citation_json(cit: Citation) -> dict[str, Any]:
 def _query(args: argparse.Namespace) -> int:
     from spire_core.results import COST, DOC_ID, FILTER, PATHS
 
-    from .retriever import citations_of
     from .store import load_store, read_manifest
 
+    if not args.question.strip():
+        raise UsageError("the question is empty")
     if args.budget <= 0 or args.top_k <= 0:
         raise UsageError("--budget and --top-k must be positive")
     if bool(args.llm_base_url) != bool(args.llm_model):
@@ -227,6 +237,8 @@ def _query(args: argparse.Namespace) -> int:
     else:
         read_manifest(args.store)  # a clear error before the model loads
         retriever = load_store(args.store).retriever(budget=args.budget, first_k=args.top_k)
+    from .retriever import citations_of
+
     nodes: list[NodeWithScore] = retriever.retrieve(args.question)
     report: dict[str, Any] | None = None
     if args.llm_base_url:
@@ -244,9 +256,8 @@ def _query(args: argparse.Namespace) -> int:
         )
         nodes = SpireEvidenceFilter(llm, retriever).postprocess_nodes(nodes, query_str=args.question)
         reports = [n.node.metadata.get(FILTER) for n in nodes]
+        # a failed filter is logged (once) by SpireEvidenceFilter; the report says so in --json
         report = next((r for r in reports if r), {"ok": True, "labels": [], "unknown": [], "error": None})
-        if not report["ok"]:
-            print(f"{PROG}: warning: evidence filter failed ({report['error']}): unfiltered citations", file=sys.stderr)
     results: list[dict[str, Any]] = []
     for n in nodes:
         meta = n.node.metadata
@@ -266,26 +277,36 @@ def _query(args: argparse.Namespace) -> int:
         return 0
     if not results:
         print("no evidence found")
-    for i, res in enumerate(results, 1):
-        counts = f"{res['cost']} tokens, {len(res['citations'])} citations"
-        print(f"[{i}] {res['doc_id']}  (score {res['score']:.3f}, {counts})")
-        for cit in res["citations"]:
-            score = f"  (score {cit['score']:.3f})" if cit.get("score") is not None else ""
-            print(f"  citation {cit['id']}{score}")
-            print("    " + cit["text"].replace("\n", "\n    "))
-        print()
-    if results and args.store is not None:
-        print(f"highlight one: {PROG} show --store {args.store} 'CITATION_ID' --out page.html")
+        return 0
+    _print_sources(nodes, retriever, args.budget)
+    if args.store is not None:
+        print(f"\nhighlight one: {PROG} show --store {shlex.quote(str(args.store))} CITATION_ID --out page.html")
     return 0
+
+
+def _print_sources(nodes: list[NodeWithScore], retriever: Any, budget: int) -> None:
+    """Each page once with ``[n]`` after its cited sentences (within ``budget``), then the ids behind ``[n]``."""
+    from spire_core.sources import cite_sources
+
+    from .retriever import subdocument_of
+
+    subs = [s for s in (subdocument_of(n) for n in nodes) if s is not None and s.citations]
+    view = cite_sources(
+        subs, retriever.sources, budget=budget, size=retriever.size, policy=retriever.policy, fmt=retriever.fmt
+    )
+    print(f"{len(subs)} page(s), {len(view.shown)} citation(s), {view.cost} of {budget} tokens\n")
+    print(view.text)
+    print("\ncitations (ids quoted for the shell):")
+    for n, cit in enumerate(view.citations, 1):
+        if n in view.shown:
+            score = f"  (score {cit.score:.3f})" if cit.score is not None else ""
+            print(f"  [{n}] {shlex.quote(cit.key())}{score}")
 
 
 # -- show ---------------------------------------------------------------------------------
 def _show(args: argparse.Namespace) -> int:
-    from llama_index.core.storage.docstore import SimpleDocumentStore
+    from spire_core import Citation, PathFormatError, UnknownPathError, decode_paths, highlight
 
-    from spire_core import Citation, PathFormatError, UnknownPathError, decode_paths, highlight, text_to_html
-
-    from ._source import SourceDocuments, is_plain_text, source_text
     from .store import read_manifest
 
     citations = []
@@ -301,6 +322,10 @@ def _show(args: argparse.Namespace) -> int:
     if len(doc_ids) > 1:
         raise UsageError(f"citations from several pages ({', '.join(doc_ids)}): give one page's citations at a time")
     read_manifest(args.store)
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from ._source import SourceDocuments, page_html, source_text
+
     docstore = SimpleDocumentStore.from_persist_dir(str(args.store))
     sources = SourceDocuments(docstore)
     doc_id = doc_ids[0]
@@ -314,7 +339,7 @@ def _show(args: argparse.Namespace) -> int:
             raise UsageError(f"citation {cit.key()!r} is not in page {doc_id!r} (re-indexed since?)") from None
     node = sources.node(doc_id)
     text = source_text(node)
-    page = highlight(text_to_html(text) if is_plain_text(text, node.metadata) else text, citations, doc_id=doc_id)
+    page = highlight(page_html(text, node.metadata), citations, doc_id=doc_id)
     out: Path = args.out
     try:
         out.write_text(page, encoding="utf-8")

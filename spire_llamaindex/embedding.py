@@ -35,7 +35,7 @@ def default_embed_model(*, batch_size: int = 64, device: str | None = None) -> B
     try:  # the "Loading weights" bar is noise for a packaged model
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     except ImportError:  # pragma: no cover
         pass
     return HuggingFaceEmbedding(model_name=str(model_path()), embed_batch_size=batch_size, device=device)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from llama_index.core import Settings
 from llama_index.core.indices.utils import embed_nodes
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, Document, MetadataMode
@@ -16,6 +18,7 @@ from tqdm.auto import tqdm
 
 from spire_core import SpireError
 from spire_core.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.options import DEFAULT_BATCH_PAGES, OnPageError
 
 from ._source import log
 from .parser import SpireNodeParser
@@ -53,18 +56,16 @@ def build_index(
     embed_model: BaseEmbedding | None = None,
     storage_context: StorageContext | None = None,
     show_progress: bool = False,
-    errors: Literal["raise", "skip"] = "raise",
+    errors: OnPageError = "raise",
 ) -> VectorStoreIndex:
     """A new ``VectorStoreIndex`` of the SPIRE seeds of ``documents``, sources stored in its docstore.
 
-    ``embed_model`` defaults to the packaged all-MiniLM-L6-v2 (offline). See :func:`update_index`
-    for ``errors``.
+    ``embed_model`` defaults to ``Settings.embed_model`` when the application set one, else
+    to the packaged all-MiniLM-L6-v2 (offline). See :func:`update_index` for ``errors``.
     """
     parser = parser or SpireNodeParser()
     if embed_model is None:
-        from .embedding import default_embed_model
-
-        embed_model = default_embed_model()
+        embed_model = settings_embed_model()
     index = VectorStoreIndex(
         nodes=[],
         storage_context=storage_context or StorageContext.from_defaults(),
@@ -77,47 +78,83 @@ def build_index(
     return index
 
 
+def settings_embed_model() -> BaseEmbedding:
+    """``Settings.embed_model`` if the application set one, else the packaged all-MiniLM-L6-v2.
+
+    (Reading ``Settings.embed_model`` unset would resolve LlamaIndex's OpenAI default.)
+    """
+    chosen = Settings._embed_model  # set by the application, or None: never resolved here
+    if chosen is not None:
+        return chosen
+    from .embedding import default_embed_model
+
+    return default_embed_model()
+
+
 def update_index(
     index: VectorStoreIndex,
-    documents: Sequence[BaseNode],
+    documents: Iterable[BaseNode],
     *,
     parser: SpireNodeParser | None = None,
     show_progress: bool = False,
-    errors: Literal["raise", "skip"] = "raise",
+    errors: OnPageError = "raise",
+    batch_pages: int = DEFAULT_BATCH_PAGES,
 ) -> IndexUpdate:
     """Add new pages and replace changed ones (by document id and hash); unchanged pages are skipped.
 
-    A changed page's nodes are deleted from the vector store and the docstore before its new
-    nodes are inserted, so the index never holds two versions. A page that cannot be parsed
+    Pages stream through in batches of ``batch_pages``: each batch is parsed, embedded
+    (each distinct text once, in length order) and written before the next is read, so
+    memory does not grow with the corpus beyond what the index itself holds. A changed
+    page's nodes are deleted from the vector store and the docstore before its new nodes
+    are inserted, so the index never holds two versions. A page that cannot be parsed
     raises (``errors="raise"``) or is reported in :attr:`IndexUpdate.failed` with its old
-    version kept (``errors="skip"``).
+    version kept (``errors="skip"``: any exception, not only a :class:`SpireError`, skips the
+    page and the rest are indexed).
     """
+    if batch_pages <= 0:
+        raise ValueError("batch_pages must be positive")
     parser = parser or SpireNodeParser()
-    docstore = index.docstore
     report = IndexUpdate()
-    parsed: list[tuple[BaseNode, list[BaseNode], bool]] = []
-    for doc in tqdm(documents, desc="Parsing pages", unit="page", disable=not show_progress):
+    pages = iter(tqdm(documents, desc="Indexing pages", unit="page", disable=not show_progress))
+    while batch := list(itertools.islice(pages, batch_pages)):
+        _index_batch(index, batch, parser, report, errors)
+    return report
+
+
+def _index_batch(
+    index: VectorStoreIndex,
+    documents: Sequence[Document],
+    parser: SpireNodeParser,
+    report: IndexUpdate,
+    errors: OnPageError,
+) -> None:
+    docstore = index.docstore
+    parsed: list[tuple[Document, list[BaseNode], bool]] = []
+    for doc in documents:
         old = docstore.get_document_hash(doc.node_id)
         if old is not None and old == doc.hash and docstore.document_exists(doc.node_id):
             report.unchanged.append(doc.node_id)
             continue
         try:
             nodes = parser.get_nodes_from_documents([doc])
-        except SpireError as err:
+        except Exception as err:  # one bad page must not end a bulk run, whatever it raises
             if errors == "raise":
                 raise
-            report.failed[doc.node_id] = str(err)
+            report.failed[doc.node_id] = str(err) if isinstance(err, SpireError) else f"{type(err).__name__}: {err}"
             continue
         if not nodes:
             report.empty.append(doc.node_id)
         parsed.append((doc, nodes, old is not None))
     nodes = [n for _, ns, _ in parsed for n in ns]
-    if nodes:  # embed before deleting anything: a failure here leaves the index as it was
+    if nodes:  # embed before deleting anything: a failure here leaves the batch's pages as they were
+        by_text: dict[str, BaseNode] = {}
+        for node in nodes:  # identical texts (repeated table rows, boilerplate) are embedded once
+            by_text.setdefault(node.get_content(metadata_mode=MetadataMode.EMBED), node)
         # in length order, so that each batch pads little (about a third faster on CPU)
-        by_length = sorted(nodes, key=lambda n: len(n.get_content(metadata_mode=MetadataMode.EMBED)))
-        vectors = embed_nodes(by_length, index._embed_model, show_progress=show_progress)
+        distinct = [by_text[t] for t in sorted(by_text, key=len)]
+        vectors = embed_nodes(distinct, index._embed_model, show_progress=False)
         for node in nodes:
-            node.embedding = vectors[node.node_id]
+            node.embedding = vectors[by_text[node.get_content(metadata_mode=MetadataMode.EMBED)].node_id]
     for doc, _, existed in parsed:
         if existed:
             index.delete_ref_doc(doc.node_id, delete_from_docstore=True)
@@ -128,8 +165,7 @@ def update_index(
     if nodes:
         index.insert_nodes(nodes)
     store_sources(docstore, [doc for doc, _, _ in parsed])
-    report.nodes = len(nodes)
-    return report
+    report.nodes += len(nodes)
 
 
 def remove_documents(index: VectorStoreIndex, doc_ids: Iterable[str]) -> list[str]:
@@ -149,8 +185,18 @@ def html_files(folder: str | Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.suffix.lower() in (".html", ".htm") and p.is_file())
 
 
+#: File suffixes of the pages ``spire index`` reads: HTML and Markdown.
+PAGE_SUFFIXES = (".html", ".htm", ".md", ".markdown")
+
+
+def page_files(folder: str | Path) -> list[Path]:
+    """Every HTML and Markdown page (:data:`PAGE_SUFFIXES`) under ``folder`` (recursively), sorted."""
+    root = Path(folder)
+    return sorted(p for p in root.rglob("*") if p.suffix.lower() in PAGE_SUFFIXES and p.is_file())
+
+
 def read_page(path: str | Path, root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
-    """A LlamaIndex ``Document`` for an HTML file: id = path relative to ``root`` (POSIX), text = decoded HTML.
+    """A LlamaIndex ``Document`` for an HTML or Markdown file: id = path relative to ``root`` (POSIX), text = decoded.
 
     Bytes are decoded as the page declares (BOM, ``<meta charset>``, else UTF-8). Raises the
     :mod:`spire_core.errors` exception (naming the page) for binary or oversized files.

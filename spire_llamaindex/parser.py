@@ -7,26 +7,29 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, field_serializer, model_validator
+from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator, model_validator
 from llama_index.core.node_parser import NodeParser
+from llama_index.core.node_parser.node_utils import default_id_func
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
-from spire_core import HTML, NONE, Policy, SpireError, seeds, unit_id
+from spire_core import HTML, NONE, Policy, SpireError, policy_named, seeds, unit_id
 from spire_core.decoding import DEFAULT_MAX_BYTES
-from spire_core.options import Fmt, Unit
+from spire_core.options import DEFAULT_UNIT, Fmt, Unit
 from spire_core.results import SPIRE_KEYS, unit_metadata, user_metadata
 
 from ._source import log, parse_source, source_text
 
 
 class SpireNodeParser(NodeParser):
-    """Split HTML Documents into SPIRE sentence seeds (drop-in for ``SentenceSplitter``/``HTMLNodeParser``).
+    """Split HTML Documents into SPIRE passages (drop-in for ``SentenceSplitter``/``HTMLNodeParser``).
 
-    Each node's text is the sentence (or block, ``unit="block"``) rendered with its global
-    context (title, active headings, list labels, table row/column labels); its identity is
-    the seed path set, kept in metadata (``spire_doc_id``, ``spire_paths``, ``spire_begin``)
-    and hidden from the embedded and LLM-visible text. Node ids are deterministic
+    Each node's text is a passage (consecutive sentences of one section, ``unit="passage"``,
+    the default), a sentence (``"sentence"``) or a block (``"block"``) rendered with its
+    global context (title, active headings, list labels, table row/column labels); its
+    identity is the seed path set, kept in metadata (``spire_doc_id``, ``spire_paths``,
+    ``spire_begin``, and a passage's member sentences in ``spire_members``: citations stay
+    sentences) and hidden from the embedded and LLM-visible text. Node ids are deterministic
     (``uuid5`` of the document id and the seed paths), and each node points to its source
     Document (``NodeRelationship.SOURCE``), so an ``IngestionPipeline`` with a docstore and
     the ``upserts`` strategy replaces a changed page's nodes instead of duplicating them.
@@ -42,7 +45,7 @@ class SpireNodeParser(NodeParser):
     """
 
     policy: Policy = Field(default=HTML, description="Global-context policy (spire_core.HTML; NONE: bare units).")
-    unit: Unit = Field(default="sentence", description="Seed unit: sentence or block leaf.")
+    unit: Unit = Field(default=DEFAULT_UNIT, description="Indexed unit: passage, sentence or block leaf.")
     fmt: Fmt = Field(default="markdown", description="Rendering of node text.")
     boilerplate: bool = Field(default=True, description="Drop site chrome (navigation, footers, ...).")
     max_bytes: int = Field(default=DEFAULT_MAX_BYTES, description="Largest page accepted (bytes).")
@@ -55,6 +58,24 @@ class SpireNodeParser(NodeParser):
     @field_serializer("policy")
     def _policy_name(self, policy: Policy) -> str:
         return policy.name
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _policy_by_name(cls, value: Any) -> Any:
+        """A serialized policy (its name, as ``to_dict`` writes it) read back: :func:`spire_core.policy_named`."""
+        return policy_named(value) if isinstance(value, str) else value
+
+    @field_validator("id_func", mode="before")
+    @classmethod
+    def _id_func_from_dict(cls, value: Any) -> Any:
+        """``to_dict`` writes ``id_func`` as its name, which LlamaIndex cannot read back; node ids
+        here are SPIRE's own (:func:`spire_core.unit_id`), so the default stands in for it."""
+        return default_id_func if isinstance(value, dict) else value
+
+    @classmethod
+    def from_defaults(cls, **options: Any) -> SpireNodeParser:
+        """A parser with ``options`` (its fields), the rest defaulted: the constructor every node parser has."""
+        return cls(**options)
 
     @classmethod
     def class_name(cls) -> str:
@@ -104,7 +125,7 @@ class SpireNodeParser(NodeParser):
                 TextNode(
                     id_=unit_id(doc_id, seed.paths),
                     text=seed.text,
-                    metadata={**base, **unit_metadata(doc_id, seed.paths, seed.begin)},
+                    metadata={**base, **unit_metadata(doc_id, seed.paths, seed.begin, seed.members)},
                     excluded_embed_metadata_keys=list(embed_hidden),
                     excluded_llm_metadata_keys=list(llm_hidden),
                     metadata_separator=source.metadata_separator,

@@ -6,6 +6,8 @@ import asyncio
 import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -37,8 +39,10 @@ from spire_core import (
     unit_id,
 )
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
-from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, unit_of, user_metadata
+from spire_core.passages import PassageHit, expand
+from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, members_of, unit_of, user_metadata
 from spire_core.size import SizeFn
+from spire_core.table_view import table_views
 
 from ._source import SourceDocuments, log
 from .index import build_index
@@ -107,6 +111,8 @@ def result_node(
 class _Call:
     """Bookkeeping of one retrieval: hits skipped and why."""
 
+    #: the question (orders a passage's member sentences)
+    query: str = ""
     hits: int = 0
     missing: set[str] = dataclasses.field(default_factory=set)
     foreign: int = 0
@@ -123,7 +129,9 @@ class SpireRetriever(BaseRetriever):
     its text is the merged rendering (charged against ``budget`` with ``size``), its score
     the best hit's, and its metadata :func:`spire_core.to_metadata` (``spire_citations``: one
     :class:`spire_core.Citation` dict per admitted sentence), hidden from the LLM-visible text.
-    ``similarity_top_k`` is the deprecated name of ``first_k``.
+    ``similarity_top_k`` is the deprecated name of ``first_k``. With ``tables`` (the default)
+    the best-ranked tables are delivered as views that answer positional, neighbour and
+    extreme questions (:func:`spire_core.table_view.table_views`).
 
     Hits whose source page is missing from the docstore are skipped with an ERROR log;
     :class:`MissingSourceError` is raised when no hit has its source.
@@ -141,6 +149,7 @@ class SpireRetriever(BaseRetriever):
         first_k: int = DEFAULT_FIRST_K,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         fill: float = DEFAULT_FILL,
+        tables: bool = True,
         cache_size: int = 64,
         retriever_kwargs: dict[str, Any] | None = None,
         callback_manager: CallbackManager | None = None,
@@ -170,6 +179,7 @@ class SpireRetriever(BaseRetriever):
         self.first_k = first_k
         self.max_rounds = max_rounds
         self.fill = fill
+        self.tables = tables
         self.retriever_kwargs = dict(retriever_kwargs or {})
 
     # -- construction ------------------------------------------------------------------
@@ -189,6 +199,7 @@ class SpireRetriever(BaseRetriever):
         first_k: int = DEFAULT_FIRST_K,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         fill: float = DEFAULT_FILL,
+        tables: bool = True,
         cache_size: int = 64,
         similarity_top_k: int | None = None,
     ) -> SpireRetriever:
@@ -213,6 +224,7 @@ class SpireRetriever(BaseRetriever):
             first_k=first_k,
             max_rounds=max_rounds,
             fill=fill,
+            tables=tables,
             cache_size=cache_size,
             similarity_top_k=similarity_top_k,
         )
@@ -225,8 +237,8 @@ class SpireRetriever(BaseRetriever):
             return self.index
         return self.index(k)
 
-    def _hits(self, nodes: Sequence[NodeWithScore], call: _Call) -> list[Hit]:
-        hits: list[Hit] = []
+    def _hits(self, nodes: Sequence[NodeWithScore], call: _Call, k: int) -> list[Hit]:
+        found: list[PassageHit] = []
         present: dict[str, bool] = {}
         for n in nodes:
             meta = n.node.metadata
@@ -240,9 +252,10 @@ class SpireRetriever(BaseRetriever):
             if not present[doc_id]:
                 call.missing.add(doc_id)
                 continue
-            hits.append(Hit(doc_id, paths, float(n.score or 0.0)))
+            found.append(PassageHit(doc_id, members_of(meta, paths), float(n.score or 0.0)))
         call.hits = max(call.hits, len(nodes))
-        return hits
+        # a passage's hit is one per member sentence, the best first: citations stay sentences
+        return expand(found, query=call.query, documents=self.sources, order="overlap", limit=k)
 
     def _aggregate(self, run: Callable[[int], Sequence[NodeWithScore]], call: _Call) -> list[Subdocument]:
         fixed = isinstance(self.index, BaseRetriever)  # one ranked list whatever k
@@ -251,9 +264,9 @@ class SpireRetriever(BaseRetriever):
         def search(k: int) -> list[Hit]:
             if k not in cache:
                 cache[k] = next(iter(cache.values())) if fixed and cache else run(k)
-            return self._hits(cache[k], call)
+            return self._hits(cache[k], call, k)
 
-        return aggregate(
+        results = aggregate(
             search,
             documents=self.sources,
             budget=self.budget,
@@ -263,6 +276,11 @@ class SpireRetriever(BaseRetriever):
             first_k=self.first_k,
             max_rounds=self.max_rounds,
             fill=self.fill,
+        )
+        if not self.tables:
+            return results
+        return table_views(
+            call.query, results, self.sources, budget=self.budget, size=self.size, policy=self.policy, fmt=self.fmt
         )
 
     def _report(self, call: _Call, results: list[Subdocument]) -> None:
@@ -293,7 +311,7 @@ class SpireRetriever(BaseRetriever):
     def retrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        call = _Call()
+        call = _Call(bundle.query_str)
         # the same bundle on every round: the vector retriever embeds the query once
         results = self._aggregate(lambda k: self._retriever(k).retrieve(bundle), call)
         self._report(call, results)
@@ -311,8 +329,9 @@ class SpireRetriever(BaseRetriever):
         def run(k: int) -> Sequence[NodeWithScore]:
             return asyncio.run_coroutine_threadsafe(self._retriever(k).aretrieve(bundle), loop).result()
 
-        call = _Call()
-        results = await asyncio.to_thread(self._aggregate, run, call)
+        call = _Call(bundle.query_str)
+        # not the default executor: the store's async search may itself need it (deadlock when saturated)
+        results = await loop.run_in_executor(_workers(), self._aggregate, run, call)
         self._report(call, results)
         return results
 
@@ -322,3 +341,9 @@ class SpireRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         results = await self.aretrieve_subdocuments(query_bundle)
         return await asyncio.to_thread(self._nodes, results)
+
+
+@cache
+def _workers() -> ThreadPoolExecutor:
+    """Threads that run the (CPU-bound) aggregation of async queries."""
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="spire-aggregate")

@@ -12,13 +12,13 @@ from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DE
 from spire_core.size import SizeFn
 
 from .embedding import DEFAULT_MODEL, default_embed_model
-from .parser import SpireNodeParser
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # LlamaIndex loads in seconds: not before a command needs it (read_manifest does not)
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
     from llama_index.core.vector_stores.simple import SimpleVectorStore
 
+    from .parser import SpireNodeParser
     from .retriever import SpireRetriever
 
 #: Name of the manifest a SPIRE store folder carries next to LlamaIndex's JSON files.
@@ -83,6 +83,8 @@ def parser_settings(parser: SpireNodeParser) -> dict[str, Any]:
 
 
 def _parser(settings: dict[str, Any]) -> SpireNodeParser:
+    from .parser import SpireNodeParser
+
     policy = settings.get("policy", HTML.name)
     if policy not in (HTML.name, NONE.name):
         raise StoreError(f"the store was built with a custom policy {policy!r}: open it with parser=...")

@@ -22,6 +22,23 @@ TABLES = Policy([TablesRule()], "tables")
 HTML = compose(TITLE, HEADERS, LISTS, TABLES)
 
 
+_BUILT_IN = {p.name: p for p in (HTML, NONE, TITLE, HEADERS, LISTS, TABLES)}
+
+
+def policy_named(name: str) -> Policy:
+    """The built-in policy whose :attr:`Policy.name` is ``name`` (``"title|headers"``: their union).
+
+    This is how a policy is serialized; a policy with rules of your own has no name to
+    read back. Raises ``ValueError`` for other names.
+    """
+    if name in _BUILT_IN:
+        return _BUILT_IN[name]
+    parts = name.split("|")
+    if not all(p in _BUILT_IN for p in parts):
+        raise ValueError(f"unknown policy {name!r}: the built-in rules are title, headers, lists and tables (or none)")
+    return compose(*(_BUILT_IN[p] for p in parts))
+
+
 def global_context(doc: Document, paths: Iterable[Path], policy: Policy = HTML) -> frozenset[Path]:
     """``GlobalCtx_policy(D, P)``: ``P`` with the paths that make it intelligible."""
     return policy(doc, paths)
@@ -38,4 +55,5 @@ __all__ = [
     "Rule",
     "compose",
     "global_context",
+    "policy_named",
 ]

@@ -3,7 +3,8 @@
 The layout (grid, spans, header and group rows, caption) is :mod:`spire_core.tables`.
 Labels, the documented rule:
 
-* A cell's *column labels* are the header-row cells above it that cover its columns.
+* A cell's *column labels* are the header-row cells above it that cover its columns (the
+  nearest :data:`MAX_HEADER_ROWS` header rows: a cost bound for tables made of header rows).
 * A group row (a full-width header row below the top) labels the rows under it up to the
   next group row (only the nearest one counts).
 * A body cell's *row label* is the nearest ``<th>`` to its left in its row. When the row
@@ -14,6 +15,7 @@ Labels, the documented rule:
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -24,28 +26,34 @@ if TYPE_CHECKING:
     from ..document import Document
 
 
+#: At most this many header rows above a cell label it, the nearest ones (see the module docstring).
+MAX_HEADER_ROWS = 16
+
+
 def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
     r, col, span = g.cells[cell][:3]
     out: list[int] = [] if g.caption is None else [g.caption]
     if r in g.group_rows:
         return out
-    for hr in sorted(g.header_rows):
-        if hr >= r:
-            break
+    stop = bisect_left(g.header_order, r)
+    seen = set(out)
+    for hr in g.header_order[max(0, stop - MAX_HEADER_ROWS) : stop]:
         for c in range(col, col + span):
             above = g.at.get((hr, c))
-            if above is not None and above != cell and above not in out:
+            if above is not None and above != cell and above not in seen:
+                seen.add(above)
                 out.append(above)
     groups = [gr for gr in g.group_rows if gr < r]
-    if groups and r not in g.header_rows:
-        out.append(g.at[(max(groups), 0)])
+    group = g.at.get((max(groups), 0)) if groups else None
+    if group is not None and r not in g.header_rows:
+        out.append(group)
     if r in g.header_rows:
         return out
-    for c in range(col - 1, -1, -1):
-        left = g.at.get((r, c))
-        if left is not None and doc.tag[left] == "th":
-            out.append(left)
-            return out
+    ths = g.row_th.get(r, [])
+    k = bisect_left(ths, (col, -1))
+    if k:
+        out.append(ths[k - 1][1])
+        return out
     if not g.body_th:
         first = g.at.get((r, 0))
         if first is not None and first != cell:

@@ -22,6 +22,7 @@ from spire_core import (
 )
 from spire_core.decoding import DEFAULT_MAX_BYTES
 from spire_core.document import SENTENCE_BEG
+from spire_core.parse import MAX_DEPTH
 
 PAGE = "<html><body><h2>Menu</h2><p>Café “crème” costs 3 € today. Naïve guests pay too.</p></body></html>"
 EXPECTED = ["Menu", "Café “crème” costs 3 € today.", "Naïve guests pay too."]
@@ -176,7 +177,7 @@ def test_deeply_nested_page() -> None:
     ss = sentences(doc)
     assert [s.text for s in ss] == ["Top", "Deep text is here.", "And a second sentence.", "After."]
     deepest = ss[2]
-    assert len(deepest.begin) > DEPTH > limit
+    assert limit < DEPTH and len(deepest.begin) <= MAX_DEPTH + 1  # deeper elements are placed at MAX_DEPTH
     got = render(doc, global_context(doc, deepest.paths, HTML))
     assert got == "# Deep\n\n## Top\n\nAnd a second sentence."
     assert sys.getrecursionlimit() == limit

@@ -40,15 +40,14 @@ def test_offline_answer_cites_the_right_sentence(
 
 def test_openai_compatible_server(example_index: SpireRetriever, capsys: pytest.CaptureFixture[str]) -> None:
     def answer(prompt: str) -> str:
-        numbered = re.findall(r"^\[(\d+)\] \(([^)]*)\)\n(.*?)(?=^\[\d+\] |\Z)", prompt, re.S | re.M)
-        hit = [n for n, _, text in numbered if "30 seconds and one day" in text]
+        hit = re.findall(r"30 seconds and one day\. \[(\d+)\]", prompt)  # the marker after the sentence
         return f"Between 30 seconds and one day [{hit[0]}]." if hit else "I do not know."
 
     with OpenAIStub(answer) as stub:
         assert _quickstart().main(["--base-url", stub.base_url, "--model", "stub"], retriever=example_index) == 0
     prompt = "\n".join(m["content"] for m in stub.requests[0]["messages"])
     assert "Question: What is the valid range of checkpoint_timeout?" in prompt
-    assert "[1] (postgresql-wal.html)" in prompt
+    assert "Source: postgresql-wal.html" in prompt
     out = capsys.readouterr().out
     cited = re.search(r"A: Between 30 seconds and one day \[(\d+)\]\.", out)
     assert cited, out

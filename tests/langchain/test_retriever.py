@@ -11,7 +11,7 @@ from langchain_core.stores import InMemoryStore
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from spire_core import Citation, approx_tokens, decode_paths, global_context, render
-from spire_langchain import SpireRetriever, SpireTransformer, citations_of, format_citations, numbered_citations
+from spire_langchain import SpireRetriever, SpireTransformer, citations_of, numbered_citations
 
 from .conftest import SMALL_PAGES, KeywordEmbeddings, small_pages
 
@@ -197,10 +197,10 @@ async def test_async_matches_sync(retriever: SpireRetriever) -> None:
 def test_numbered_citations_map_back(retriever: SpireRetriever) -> None:
     docs = retriever.invoke("espresso shot seconds")
     numbered = numbered_citations(docs)
-    text = format_citations(docs)
-    assert text.startswith("[1] (coffee.html)\n")
+    text = retriever.format_citations(docs)
+    assert text.startswith("Source: coffee.html\n")
     for n, citation in enumerate(numbered, start=1):
-        assert f"[{n}] ({citation.doc_id})" in text
+        assert f" [{n}]" in text and f"Source: {citation.doc_id}" in text
     plain = Document(page_content="no SPIRE metadata here", metadata={"source": "x"})
     assert numbered_citations([plain]) == [Citation("x", frozenset(), "no SPIRE metadata here")]
 

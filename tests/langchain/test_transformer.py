@@ -18,6 +18,7 @@ from spire_core import (
     seeds,
     unit_id,
 )
+from spire_core.results import members_of
 from spire_langchain import SpireTransformer
 from spire_langchain._source import source_id
 
@@ -32,7 +33,7 @@ def test_is_a_document_transformer() -> None:
 
 def test_one_document_per_sentence_seed_with_context_and_paths() -> None:
     page = Document(page_content=COFFEE, metadata={"source": "coffee.html", "lang": "en"})
-    out = SpireTransformer().transform_documents([page])
+    out = SpireTransformer(unit="sentence").transform_documents([page])
     doc = parse_html(COFFEE, doc_id="coffee.html")
     expected = seeds(doc)
     assert [d.page_content for d in out] == [s.text for s in expected]
@@ -81,20 +82,33 @@ def test_options_unit_and_global_context() -> None:
     paragraph = parse_html(COFFEE).get(next(iter(decode_paths(blocks[2].metadata["spire_begin"]))))
     assert paragraph.tag == "p"  # a block unit begins at its block element
     assert "60 grams" in blocks[2].page_content and "90 and 96 degrees" in blocks[2].page_content
-    bare = SpireTransformer(policy=NONE).transform_documents([page])
+    bare = SpireTransformer(policy=NONE, unit="sentence").transform_documents([page])
     assert bare[-1].page_content.strip() == "An espresso shot takes about 25 to 30 seconds to extract."
     with pytest.warns(DeprecationWarning, match="policy=spire_core.NONE"):
-        deprecated = SpireTransformer(include_global_context=False)
+        deprecated = SpireTransformer(include_global_context=False, unit="sentence")
     assert deprecated.policy is NONE
     assert deprecated.transform_documents([page])[-1].page_content == bare[-1].page_content
     with pytest.raises(ValueError, match="unit"):
         SpireTransformer(unit="paragraph")  # type: ignore[arg-type]
 
 
+def test_passages_are_the_default_and_carry_their_sentences() -> None:
+    page = Document(page_content=COFFEE, metadata={"source": "coffee.html"})
+    out = SpireTransformer().transform_documents([page])
+    doc = parse_html(COFFEE, doc_id="coffee.html")
+    expected = seeds(doc, unit="passage")
+    assert [d.page_content for d in out] == [s.text for s in expected]
+    assert len(out) < len(seeds(doc))
+    cited = [m for d in out for m in members_of(d.metadata, decode_paths(d.metadata["spire_paths"]))]
+    assert cited == [s.paths for s in seeds(doc, unit="sentence")]
+
+
 def test_plain_text_falls_back_to_parse_text_with_the_same_paths() -> None:
     text = "Plain text has no tags at all. It still has sentences.\n\nA second paragraph follows; 3 < 4 and 5 > 2."
     assert not is_html(text)
-    out = SpireTransformer().transform_documents([Document(page_content=text, metadata={"source": "notes.txt"})])
+    out = SpireTransformer(unit="sentence").transform_documents(
+        [Document(page_content=text, metadata={"source": "notes.txt"})]
+    )
     expected = seeds(parse_text(text, doc_id="notes.txt"))
     assert [d.page_content for d in out] == [s.text for s in expected]
     assert len(out) == 3

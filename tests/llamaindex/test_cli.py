@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +43,7 @@ def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     one_line_error(*run(capsys, "index", tmp_path / "nope", "--store", tmp_path / "s")[::2], "does not exist")
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("not a page")
-    one_line_error(*run(capsys, "index", tmp_path / "empty", "--store", tmp_path / "s")[::2], "no *.html files")
+    one_line_error(*run(capsys, "index", tmp_path / "empty", "--store", tmp_path / "s")[::2], "no pages (*.html")
     one_line_error(*run(capsys, "query", "--store", tmp_path / "missing", "q")[::2], "no store at")
     one_line_error(*run(capsys, "query", "--store", tmp_path / "empty", "q")[::2], "not a SPIRE store")
     one_line_error(*run(capsys, "index", ROOT / "examples" / "pages", "--store", tmp_path / "empty")[::2], "non-empty")
@@ -61,7 +63,14 @@ def test_query_prints_citations(example_store: Path, capsys: pytest.CaptureFixtu
     assert hit["id"] == f"{hit['doc_id']}#{hit['paths']}" and "checkpoint_timeout" in hit["text"]
     assert sum(r["cost"] for r in payload["results"]) <= 400
     code, out, _ = run(capsys, "query", "--store", example_store, QUESTION, "--budget", "400")
-    assert code == 0 and f"citation {hit['id']}" in out and PHRASE in out
+    assert code == 0 and PHRASE in out
+    # each page once, [n] after its cited sentences, within the budget; the id behind [n], quoted for a shell
+    n = re.search(rf"{re.escape(PHRASE)}[^\n\[]*\[(\d+)\]", out)
+    assert n, out
+    assert f"  [{n.group(1)}] {shlex.quote(hit['id'])}" in out
+    assert out.count("Source: postgresql-wal.html") == 1
+    used = re.search(r"(\d+) of 400 tokens", out)
+    assert used and int(used.group(1)) <= 400
 
 
 def test_store_reloaded_in_a_new_process(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,7 +110,9 @@ def test_show_highlights_a_citation(example_store: Path, tmp_path: Path, capsys:
     )
 
 
-def test_query_with_the_filter(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_query_with_the_filter(
+    example_store: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     with OpenAIStub(lambda prompt: f'["{label_of(prompt, PHRASE)}"]') as stub:
         payload = query_json(capsys, example_store, "--llm-base-url", stub.base_url, "--llm-model", "stub")
     assert payload["filter"]["ok"] is True
@@ -121,11 +132,17 @@ def test_query_with_the_filter(example_store: Path, capsys: pytest.CaptureFixtur
             "--llm-model",
             "m",
         )
-    assert code == 0 and "evidence filter failed" in err
+    # one warning (SpireEvidenceFilter's log line; the CLI prints it as "spire: WARNING: ..."), not two
+    assert code == 0 and "evidence filter failed" not in err
+    assert [r.getMessage() for r in caplog.records].count(
+        "evidence filter failed (the answer holds no labels): keeping the unfiltered citations"
+    ) == 1
     assert json.loads(out)["filter"]["ok"] is False and len(json.loads(out)["results"][0]["citations"]) > 1
 
 
-def test_index_skips_bad_pages_and_updates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_index_skips_bad_pages_and_updates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     pages, store = tmp_path / "pages", tmp_path / "store"
     (pages / "sub").mkdir(parents=True)
     (pages / "logo.html").write_text("<html><body><h1>Brand</h1><p>The logo is teal.</p></body></html>")
@@ -135,7 +152,10 @@ def test_index_skips_bad_pages_and_updates(tmp_path: Path, capsys: pytest.Captur
     code, out, err = run(capsys, "index", pages, "--store", store, "-q")
     assert code == 1
     assert "3 added" in out and "1 skipped" in out
-    assert "skipped report.html" in err and "PDF" in err and "blank.html has no text" in err
+    assert "skipped report.html" in err and "PDF" in err
+    # the empty page is reported once: the parser's warning (the CLI prints it as "spire: WARNING: ...")
+    assert "blank.html" not in err
+    assert [r.getMessage() for r in caplog.records].count("document 'blank.html' has no text to index: no nodes") == 1
     code, out, _ = run(capsys, "query", "--store", store, "When do you open?", "--json")
     assert json.loads(out)["results"][0]["doc_id"] == "sub/hours.HTML"
 
@@ -150,3 +170,40 @@ def test_index_skips_bad_pages_and_updates(tmp_path: Path, capsys: pytest.Captur
     code, _, err = run(capsys, "index", pages, "--store", store, "--unit", "block", "-q")
     one_line_error(code, err, "--rebuild")
     assert run(capsys, "index", pages, "--store", store, "--unit", "block", "--rebuild", "-q")[0] == 0
+
+
+def test_markdown_pages_are_indexed_queried_and_highlighted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embed_model: Any
+) -> None:
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "tuning.md").write_text(
+        "# Tuning\n\n## Checkpoints\n\n| Setting | Valid range |\n|---|---|\n"
+        "| checkpoint_timeout | between 30 seconds and one day |\n| max_wal_size | at least 2 segments |\n",
+        encoding="utf-8",
+    )
+    store = tmp_path / "store"
+    assert run(capsys, "index", pages, "--store", store, "--quiet")[0] == 0
+    code, out, _ = run(capsys, "query", "--store", store, QUESTION, "--json")
+    assert code == 0
+    cit = next(c for r in json.loads(out)["results"] for c in r["citations"] if PHRASE in c["text"])
+    assert cit["doc_id"] == "tuning.md"
+    assert "## Checkpoints" in cit["text"] and "Valid range" in cit["text"] and "checkpoint_timeout" in cit["text"]
+    page = tmp_path / "hl.html"
+    assert run(capsys, "show", "--store", store, cit["id"], "--out", page)[0] == 0
+    assert PHRASE in page.read_text(encoding="utf-8")
+
+
+def test_startup_needs_no_framework() -> None:
+    """``spire --help`` and the commands that fail before any model imports neither LlamaIndex nor nltk."""
+    code = (
+        "import sys\nfrom spire_llamaindex.cli import main\n"
+        "for argv in (['query', '--store', 'no-such-store', 'q'], ['query', '--store', 'x', ' ']):\n"
+        "    assert main(argv) == 2\n"
+        "heavy = [m for m in ('llama_index.core', 'nltk', 'langchain_core', 'torch') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    assert proc.stderr.count("\n") == 2 and proc.stderr.startswith("spire: error: ")  # one line each

@@ -24,6 +24,7 @@ from spire_core import (
     seeds,
     text_to_html,
 )
+from spire_core.results import members_of
 from spire_llamaindex import SPIRE_KEYS, SourceDocuments, SpireNodeParser, read_page, store_sources
 from spire_llamaindex._source import is_plain_text
 
@@ -44,13 +45,14 @@ def wal() -> Document:
 def test_one_node_per_seed_with_hidden_identity() -> None:
     doc = wal()
     nodes = SpireNodeParser().get_nodes_from_documents([doc])
-    expected = seeds(parse_html(doc.text, doc_id=doc.id_))
-    assert len(nodes) == len(expected) > 100
+    expected = seeds(parse_html(doc.text, doc_id=doc.id_), unit="passage")  # the default unit
+    assert len(nodes) == len(expected) > 20
     for node, seed in zip(nodes, expected, strict=True):
         assert node.get_content() == seed.text
         meta = node.metadata
         assert meta["spire_doc_id"] == "postgresql-wal.html"
         assert decode_paths(meta["spire_paths"]) == seed.paths
+        assert members_of(meta, seed.paths) == seed.members  # the sentences a hit cites
         assert meta["spire_begin"] == encode_paths([seed.begin])
         assert meta["source"] == "postgresql-wal.html"  # the source document's metadata is kept
         assert node.ref_doc_id == doc.id_
@@ -74,10 +76,10 @@ def test_node_ids_are_deterministic() -> None:
 
 def test_global_context_in_the_text_and_the_options() -> None:
     doc = Document(id_="w.html", text=PAGE)
-    with_ctx = SpireNodeParser().get_nodes_from_documents([doc])
+    with_ctx = SpireNodeParser(unit="sentence").get_nodes_from_documents([doc])
     glow = next(n for n in with_ctx if "glow" in n.get_content())
     assert "Widgets" in glow.get_content() and "Blue widgets" in glow.get_content()
-    bare = SpireNodeParser(policy=NONE).get_nodes_from_documents([doc])
+    bare = SpireNodeParser(policy=NONE, unit="sentence").get_nodes_from_documents([doc])
     with pytest.warns(DeprecationWarning, match="policy=spire_core.NONE"):
         assert SpireNodeParser(include_global_context=False).policy is NONE
     glow_bare = next(n for n in bare if "glow" in n.get_content())
@@ -94,7 +96,7 @@ def test_global_context_in_the_text_and_the_options() -> None:
 def test_plain_text_becomes_paragraphs_with_the_paths_the_cache_reparses() -> None:
     text = "First paragraph here. It has two sentences.\n\nSecond paragraph, a < b > c."
     assert is_plain_text(text)
-    nodes = SpireNodeParser().get_nodes_from_documents([Document(id_="notes.txt", text=text)])
+    nodes = SpireNodeParser(unit="sentence").get_nodes_from_documents([Document(id_="notes.txt", text=text)])
     assert [n.get_content() for n in nodes] == [
         "First paragraph here.",
         "It has two sentences.",

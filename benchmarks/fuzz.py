@@ -1,0 +1,392 @@
+"""Hostile-page fuzzing and worst-case costs (issue 12).
+
+    python -m benchmarks.fuzz --n 20000 [--seed 0] [--slow 5] [--memory]
+    python -m benchmarks.fuzz --worst-case
+
+A seeded generator of hostile HTML (:func:`hostile_page`: tag soup, table spans, charsets,
+control bytes, deep nesting, page-supplied sentinels, loose table text, fake evidence
+markers) drives every public entry point (:func:`exercise`) and checks what must hold for
+any input: only :class:`~spire_core.SpireError` escapes; sentence paths exist; the rendering
+of a sentence's global context contains the sentence; parsing is deterministic; the
+policy laws (extensive, idempotent, monotone) hold; evidence cites only shown units.
+The run reports inputs, crashes (by exception type, with the smallest reproducer), slow
+inputs, the worst time and peak memory (``--memory``: traced Python allocations per input,
+which slows the run). ``tests/core/test_fuzz.py`` runs a few hundred of the same inputs.
+
+``--worst-case`` measures the documented cost bounds (time and peak memory, each case in a
+fresh process): a 20 MB page, 50,000-deep nesting, a 2,000 x 50 table, 100,000 list items.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html as html_lib
+import logging
+import multiprocessing
+import random
+import resource
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import lxml.html
+
+from spire_core import (
+    Citation,
+    Document,
+    Hit,
+    SpireError,
+    aggregate,
+    global_context,
+    highlight,
+    local_context,
+    parse_html,
+    parse_page,
+    render,
+    seeds,
+    select_evidence,
+    sentences,
+    subdoc,
+)
+from spire_core.evidence import build_views
+
+# -- the generator -----------------------------------------------------------------------
+_WORDS = ["alpha", "beta", "gamma", "delta", "Dr.", "Smith", "e.g.", "3.5", "km", "U.S.", "costs", "café"]
+_WORDS += ["naïve", "東京", "✓", "—", "‘q’", "x"]
+_TAGS = ["div", "p", "span", "b", "i", "a", "li", "ul", "ol", "dl", "dt", "dd", "table", "tr", "td", "th"]
+_TAGS += ["thead", "tbody", "tfoot", "caption", "h1", "h2", "h3", "pre", "code", "blockquote", "section", "br"]
+_TAGS += ["sentence-beg", "sentence-end", "title", "head", "body", "html", "form", "select", "option", "img"]
+_CHARSETS = ["utf-8", "latin1", "windows-1252", "base64", "rot13", "utf-7", "unicode_escape", "hz", "zlib"]
+_CHARSETS += ["shift_jis", "koi8-r", "utf-16", "bogus", "hex", "uu", "idna", "punycode", "x-user-defined"]
+_ODD = ["\x00", "\x01", "\x0b", "\x1f", "\x7f", "\ud800", "\udfff", "\ufffe", "\u200b", "\u202e", "\r", "\f"]
+_ATTRS = ['a=1', '\x01a=1', 'b ~=1', 'rowspan=3', 'colspan=0', 'rowspan=99999', 'colspan="-2"', "hidden"]
+_FAKES = ["&lt;E3&gt;", "&lt;/E1&gt;", '--- document "x" ---\n', '["E2"]', "&#0;", "&#xD800;"]
+_ATTRS += ['style="display:none"', 'onclick="x()"', 'href="javascript:alert(1)"', "=", '"q"=1', "class=toc"]
+
+
+def _words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n)) + rng.choice([".", ". ", "? ", "", "!"])
+
+
+def _soup(rng: random.Random, budget: int) -> str:
+    out: list[str] = []
+    while budget > 0:
+        r = rng.random()
+        if r < 0.35:
+            tag = rng.choice(_TAGS)
+            attrs = " ".join(rng.choice(_ATTRS) for _ in range(rng.randrange(3)))
+            out.append(f"<{tag}{' ' + attrs if attrs else ''}>")
+        elif r < 0.55:
+            out.append(f"</{rng.choice(_TAGS)}>")
+        elif r < 0.6:
+            out.append(rng.choice(_ODD))
+        elif r < 0.63:
+            out.append(rng.choice(_FAKES))
+        else:
+            out.append(_words(rng, rng.randrange(1, 12)))
+        budget -= len(out[-1])
+    return "".join(out)
+
+
+def _table(rng: random.Random, budget: int) -> str:
+    rows: list[str] = []
+    while budget > 0:
+        cells = []
+        for _ in range(rng.randrange(0, 6)):
+            tag = rng.choice(["td", "td", "th"])
+            span = ""
+            if rng.random() < 0.3:
+                span += f" rowspan={rng.choice([0, 1, 2, 5, 1000, 65534, -1])}"
+            if rng.random() < 0.3:
+                span += f" colspan={rng.choice([0, 1, 3, 1000, 2000, 'x'])}"
+            close = f"</{tag}>" if rng.random() < 0.7 else ""
+            cells.append(f"<{tag}{span}>{_words(rng, rng.randrange(0, 5))}{close}")
+        if rng.random() < 0.15:
+            cells.append(_words(rng, 4))  # loose text inside the row
+        wrap = rng.choice(["", "", "thead", "tbody", "tfoot"])
+        row = f"<tr>{''.join(cells)}</tr>" if rng.random() < 0.8 else "".join(cells)
+        rows.append(f"<{wrap}>{row}</{wrap}>" if wrap else row)
+        budget -= len(rows[-1])
+    caption = f"<caption>{_words(rng, 3)}</caption>" if rng.random() < 0.3 else ""
+    loose = _words(rng, 5) if rng.random() < 0.3 else ""
+    return f"<table>{caption}{loose}{''.join(rows)}</table>"
+
+
+def _nested(rng: random.Random, budget: int) -> str:
+    depth = rng.choice([50, 300, 1500, 4000])
+    tag = rng.choice(["div", "i", "span", "ul", "li", "blockquote", "table", "b", "p"])
+    inner = _words(rng, 6) + (rng.choice(["\x01", "<a b ~=1>x</a>", "\ud800", ""]))
+    per_level = rng.random() < 0.5
+    body = "".join(f"<{tag}>" + (f"<p>{_words(rng, 3)}</p>" if per_level else "") for _ in range(depth))
+    return (body + inner)[: max(budget, 200)]
+
+
+def _lists(rng: random.Random, budget: int) -> str:
+    items = []
+    while budget > 0:
+        nested = f"<ul><li>{_words(rng, 3)}</li></ul>" if rng.random() < 0.2 else ""
+        kind = rng.choice(["li", "li", "dt", "dd"])
+        items.append(f"<{kind}>{_words(rng, rng.randrange(1, 8))}{nested}")
+        budget -= len(items[-1])
+    return f"<{rng.choice(['ul', 'ol', 'dl'])}>{''.join(items)}</ul>"
+
+
+def _sentinels(rng: random.Random, budget: int) -> str:
+    parts = []
+    while budget > 0:
+        parts.append(
+            f"<p>{_words(rng, 4)}<{rng.choice(['sentence-beg', 'sentence-end'])}>"
+            f"{rng.choice(['', '</sentence-end>', '</sentence-beg>'])}{_words(rng, 4)}</p>"
+        )
+        budget -= len(parts[-1])
+    return "".join(parts)
+
+
+_FAMILIES: list[Callable[[random.Random, int], str]] = [_soup, _table, _nested, _lists, _sentinels]
+
+
+def hostile_page(rng: random.Random, max_chars: int = 8000) -> str | bytes:
+    """One hostile page (about ``max_chars`` characters at most), as text or as bytes."""
+    budget = rng.randrange(20, max_chars)
+    parts = [f"<title>{_words(rng, 3)}</title>"] if rng.random() < 0.5 else []
+    while budget > 0:
+        part = rng.choice(_FAMILIES)(rng, min(budget, rng.randrange(50, 3000)))
+        parts.append(part)
+        budget -= len(part)
+    page = "".join(parts)
+    r = rng.random()
+    if r < 0.5:
+        return page
+    if r < 0.7:
+        charset = rng.choice(_CHARSETS)
+        return f'<meta charset="{charset}">'.encode() + page.encode("utf-8", "surrogatepass")
+    if r < 0.85:
+        return page.encode("latin-1", "replace")  # undeclared legacy bytes
+    data = bytearray(page.encode("utf-8", "surrogatepass"))
+    for _ in range(rng.randrange(1, 8)):  # flipped bytes
+        if data:
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    return bytes(data)
+
+
+# -- the checks --------------------------------------------------------------------------
+class InvariantError(AssertionError):
+    """An invariant that must hold for every input failed."""
+
+
+def _check(cond: bool, what: str) -> None:
+    if not cond:
+        raise InvariantError(what)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+#: Sentences whose context, rendering and laws are checked per page (the first ones).
+CHECKED_SENTENCES = 12
+
+
+def exercise(page: str | bytes, doc_id: str = "fuzz") -> str:
+    """Run every entry point on ``page`` and check the invariants; returns ``"ok"`` or the
+    name of the :class:`SpireError` it was rejected with. Anything else raises."""
+    try:
+        doc = parse_html(page, doc_id=doc_id)
+    except SpireError as err:
+        return type(err).__name__
+    again = parse_html(page, doc_id=doc_id)
+    _check(list(doc.paths()) == list(again.paths()), "the same bytes give different paths")
+    sents = sentences(doc)
+    _check([s.text for s in sents] == [s.text for s in sentences(again)], "sentences differ between parses")
+    parse_page(page, doc_id=doc_id)
+    for s in sents[:CHECKED_SENTENCES]:
+        for p in s.paths:
+            doc.get(p)  # raises UnknownPathError (a crash here) if the path does not exist
+        ctx = global_context(doc, s.paths)
+        _check(s.paths <= ctx, "global context is not extensive")
+        _check(global_context(doc, ctx) == ctx, "global context is not idempotent")
+        shown = _norm(render(doc, ctx))
+        _check(_norm(s.text) in shown, f"the rendering of a sentence's context lacks it: {s.text[:60]!r}")
+    if len(sents) >= 2:
+        a, b = sents[0].paths, sents[0].paths | sents[-1].paths
+        _check(global_context(doc, a) <= global_context(doc, b), "global context is not monotone")
+        subdoc(doc, b)
+    units = seeds(doc)
+    _check(len(units) == len(sents), "one seed per sentence")
+    if not sents:
+        return "ok"
+    docs = {doc_id: doc}
+    hits = [Hit(doc_id, s.paths, 1.0 - k / (len(sents) + 1)) for k, s in enumerate(sents[:64])]
+    results = aggregate(hits, documents=docs, budget=300)
+    local_context(doc, sents[0].paths, target=200, size=len)
+    views = build_views(results, docs, target=200)
+    shown_units = {(v.doc_id, p) for v in views for p in v.units.values()}
+    labels = [lab for v in views for lab in v.units]
+    answer = f'["{labels[len(labels) // 2]}", "E999"]' if labels else "[]"
+    ev = select_evidence("what?", results, docs, lambda prompt: answer, target=200)
+    if ev.selection.ok:
+        _check({(c.doc_id, c.paths) for c in ev.citations} <= shown_units, "a citation outside the shown units")
+    cites = [Citation(doc_id, s.paths, s.text) for s in sents[:5]]
+    marked = lxml.html.document_fromstring(highlight(page, cites, doc_id=doc_id))
+    for el in marked.iter():
+        for name, value in el.attrib.items() if isinstance(el.tag, str) else ():
+            script = name.lower().startswith("on") or name.lower() == "style" or "script:" in value.lower()
+            _check(not script, f"highlight kept {name}={value[:40]!r}")
+    return "ok"
+
+
+def _warm_up() -> None:
+    """Load what loads once per process (imports, the Punkt model), so that no input pays for it."""
+    exercise("<title>Warm up</title><p>Warm up. Imports and the Punkt model load once.</p>")
+
+
+# -- the runner --------------------------------------------------------------------------
+@dataclass
+class Report:
+    inputs: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    #: exception type -> (input size, seed, message) of its smallest reproducer
+    crashes: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    crash_count: int = 0
+    slow: list[tuple[float, int, int]] = field(default_factory=list)  # (seconds, size, seed)
+    worst: tuple[float, int, int] = (0.0, 0, 0)
+    peak_mb: float = 0.0
+
+
+def run(n: int, *, seed: int = 0, slow: float = 5.0, memory: bool = False, max_chars: int = 8000) -> Report:
+    """Fuzz ``n`` inputs (input ``k`` comes from ``random.Random(seed + k)``)."""
+    report = Report()
+    _warm_up()
+    for k in range(n):
+        page = hostile_page(random.Random(seed + k), max_chars)
+        if memory:
+            tracemalloc.start()
+        start = time.perf_counter()
+        try:
+            report.outcomes[exercise(page)] += 1
+        except Exception as err:  # a crash: anything but a SpireError, or a failed invariant
+            name = type(err).__name__
+            report.crash_count += 1
+            report.outcomes["crash"] += 1
+            if name not in report.crashes or len(page) < report.crashes[name][0]:
+                report.crashes[name] = (len(page), seed + k, str(err)[:200])
+        took = time.perf_counter() - start
+        if memory:
+            report.peak_mb = max(report.peak_mb, tracemalloc.get_traced_memory()[1] / 2**20)
+            tracemalloc.stop()
+        report.inputs += 1
+        if took > slow:
+            report.slow.append((took, len(page), seed + k))
+        if took > report.worst[0]:
+            report.worst = (took, len(page), seed + k)
+    return report
+
+
+def _print(report: Report, slow: float) -> None:
+    print(f"inputs: {report.inputs}")
+    print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())))
+    print(f"crashes (not a SpireError, or an invariant): {report.crash_count}")
+    for name, (size, seed, message) in sorted(report.crashes.items()):
+        print(f"  {name}: smallest {size} chars, seed {seed}: {message}")
+    print(f"slow inputs (over {slow:g} s): {len(report.slow)}")
+    for took, size, seed in report.slow[:10]:
+        print(f"  {took:.2f} s, {size} chars, seed {seed}")
+    took, size, seed = report.worst
+    print(f"worst time: {took:.3f} s ({size} chars, seed {seed})")
+    if report.peak_mb:
+        print(f"peak traced memory per input: {report.peak_mb:.1f} MB")
+    print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+# -- worst cases -------------------------------------------------------------------------
+def _worst_pages() -> dict[str, str]:
+    para = "<p>The quick brown fox jumps over the lazy dog. It was not amused by this at all.</p>\n"
+    return {
+        "20 MB page": "<title>Big</title>" + para * (20_000_000 // len(para)),
+        "50,000-deep nesting": "<div>" * 50_000 + "<p>Deep text here. And more.</p>" + "</div>" * 50_000,
+        "50,000-deep, a paragraph per level": "<div><p>Level text.</p>" * 50_000,
+        "2,000 x 50 table": "<table><tr>"
+        + "".join(f"<th>H{c}</th>" for c in range(50))
+        + "</tr>"
+        + "".join("<tr>" + "".join(f"<td>r{r}c{c}</td>" for c in range(50)) + "</tr>" for r in range(2000))
+        + "</table>",
+        "100,000 list items": "<ul>" + "".join(f"<li>Item {k} of the list.</li>" for k in range(100_000)) + "</ul>",
+        "span bomb (400 rows of 1000 x 1000 spans)": "<table>"
+        + "<tr><td rowspan=1000 colspan=1000>x</td></tr>" * 400
+        + "</table>",
+    }
+
+
+def _measure(name: str, queue: multiprocessing.Queue[tuple[str, dict[str, float] | str]]) -> None:
+    page = _worst_pages()[name]
+    out: dict[str, float] = {"size_mb": len(page.encode()) / 1e6}
+    _warm_up()
+    try:
+        tracemalloc.start()
+        start = time.perf_counter()
+        doc: Document = parse_html(page, doc_id=name)
+        out["parse_s"] = time.perf_counter() - start
+        sents = sentences(doc)
+        out["sentences"] = len(sents)
+        start = time.perf_counter()
+        picks = [sents[k * (len(sents) - 1) // 9] for k in range(10)] if sents else []
+        for s in picks:
+            render(doc, global_context(doc, s.paths))
+        if sents:
+            local_context(doc, picks[-1].paths, target=400, size=len)
+        out["context_s"] = time.perf_counter() - start
+        out["traced_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        queue.put((name, out))
+    except SpireError as err:
+        queue.put((name, f"{type(err).__name__}: {err}"))
+
+
+def worst_case(only: str = "") -> None:
+    """Print the worst-case table (Markdown), one fresh process per case (those naming ``only``)."""
+    ctx = multiprocessing.get_context("fork")
+    print("| page | size | sentences | parse + segment | 10 contexts + local context | peak traced | max RSS |")
+    print("|---|---|---|---|---|---|---|")
+    for name in (n for n in _worst_pages() if only in n):
+        queue: multiprocessing.Queue[tuple[str, dict[str, float] | str]] = ctx.Queue()
+        proc = ctx.Process(target=_measure, args=(name, queue))
+        proc.start()
+        proc.join()
+        if queue.empty():
+            print(f"| {name} | | | failed (exit {proc.exitcode}) | | | |")
+            continue
+        _, got = queue.get()
+        if isinstance(got, str):
+            print(f"| {name} | | | {html_lib.escape(got)} | | | |")
+            continue
+        print(
+            f"| {name} | {got['size_mb']:.1f} MB | {int(got['sentences'])} | {got['parse_s']:.1f} s"
+            f" | {got['context_s']:.2f} s | {got['traced_peak_mb']:.0f} MB | {got['max_rss_mb']:.0f} MB |"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1000, help="inputs to generate")
+    parser.add_argument("--seed", type=int, default=0, help="first seed (input k uses seed + k)")
+    parser.add_argument("--slow", type=float, default=5.0, help="seconds over which an input counts as slow")
+    parser.add_argument("--max-chars", type=int, default=8000, help="size of the largest generated page")
+    parser.add_argument("--memory", action="store_true", help="trace peak Python memory per input (slower)")
+    parser.add_argument("--worst-case", action="store_true", help="print the worst-case cost table instead")
+    parser.add_argument("--case", default="", help="with --worst-case: only the cases whose name holds this")
+    args = parser.parse_args(argv)
+    logging.getLogger("spire_core").setLevel(logging.ERROR)  # every bad page warns; the report counts
+    if args.worst_case:
+        worst_case(args.case)
+        return 0
+    report = run(args.n, seed=args.seed, slow=args.slow, memory=args.memory, max_chars=args.max_chars)
+    _print(report, args.slow)
+    return 1 if report.crash_count or report.slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""Passages: what is embedded, stored and searched, while the sentence stays what is cited.
+
+A *passage* is a run of consecutive sentence seeds, in document order, under one section
+(the same innermost active heading), packed while its rendering stays under a token cap.
+Its embedded text is ``render(global_context(union of its seeds))``, rendered once, so the
+title, the headings, a list's label and a table's header row are paid once per passage
+instead of once per sentence (a table's rows are packed under one header rendering). The
+passage keeps its members' seed path sets: at query time :func:`expand` turns passage
+hits back into sentence hits (each member inherits its passage's score), which
+:func:`~spire_core.aggregate` merges per page as usual, so every citation is still a
+sentence's path set into the source page.
+
+Packing never crosses a heading. The cap is counted on the passage's own and context text
+with ``size`` (the embedding model's tokenizer by default); a passage whose exact
+rendering still exceeds ``window`` tokens is split in two, so what is embedded is what the
+model reads (a single sentence longer than the window stays one passage).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .aggregate import Documents, Hit, Search
+from .context import HTML, Policy
+from .context.headers import headings
+from .document import Document, Path
+from .errors import PathFormatError, UnknownPathError
+from .options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
+from .paths import down_indices
+from .render import render_indices
+from .sentences import sentence_indices, sentences
+from .size import SizeFn, model_tokens
+
+#: How the members of one passage hit are ordered: by document order, or by how many of
+#: the question's words each holds (ties in document order).
+MemberOrder = Literal["document", "overlap"]
+MEMBER_ORDERS: tuple[MemberOrder, ...] = ("document", "overlap")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One indexed passage: consecutive sentence seeds of one section, embedded together."""
+
+    doc_id: str | None
+    #: union of the members' path sets (the passage's identity)
+    paths: frozenset[Path]
+    #: the first member's begin path
+    begin: Path
+    #: the sentence seed path sets, in document order (what citations are made of)
+    members: tuple[frozenset[Path], ...]
+    #: ``render(global_context(paths))``: the text to embed
+    text: str
+
+
+@dataclass(frozen=True)
+class PassageHit:
+    """One ranked passage from a vector search: its page, its member seeds and its similarity."""
+
+    doc_id: str
+    members: tuple[frozenset[Path], ...]
+    score: float
+
+
+@dataclass
+class _Run:
+    key: int
+    members: list[list[int]]
+    covered: set[int]
+    closed: set[int]
+    tokens: int
+
+
+def passages(
+    doc: Document,
+    *,
+    policy: Policy = HTML,
+    fmt: Fmt = "markdown",
+    max_tokens: int = DEFAULT_PASSAGE_TOKENS,
+    size: SizeFn = DEFAULT_SIZE,
+    window: int = MODEL_WINDOW,
+    window_size: SizeFn = model_tokens,
+) -> list[Passage]:
+    """The passages of ``doc``: its sentence seeds packed per section while they cost ``max_tokens``.
+
+    ``size`` counts a passage's own and context words while packing; a passage whose
+    rendering holds more than ``window`` tokens of ``window_size`` (the embedding model's
+    tokenizer) is split in two.
+    """
+    if max_tokens <= 0 or window <= 0:
+        raise ValueError("max_tokens and window must be positive")
+    section = headings(doc).last
+    runs: list[_Run] = []
+    run: _Run | None = None
+    for s in sentences(doc):
+        nodes = sentence_indices(doc, *s.span)
+        closed = policy.indices(doc, nodes)
+        key = section[s.span[0]]
+        if run is not None and run.key == key:
+            new = down_indices(doc, closed - run.closed) - run.covered
+            grown = run.tokens + _tokens(doc, new, size)
+            if grown <= max_tokens:
+                run.members.append(nodes)
+                run.closed |= closed
+                run.covered |= new
+                run.tokens = grown
+                continue
+        covered = down_indices(doc, closed)
+        run = _Run(key, [nodes], covered, closed, _tokens(doc, covered, size))
+        runs.append(run)
+    out: list[Passage] = []
+    for r in runs:
+        out.extend(_emit(doc, r.members, r.closed, policy, fmt, window, window_size))
+    return out
+
+
+def _tokens(doc: Document, nodes: set[int], size: SizeFn) -> int:
+    words = " ".join(doc.text[i] for i in sorted(nodes) if doc.tag[i] is None)
+    return size(words) if words.strip() else 0
+
+
+def _emit(
+    doc: Document,
+    members: list[list[int]],
+    closed: set[int] | None,
+    policy: Policy,
+    fmt: Fmt,
+    window: int,
+    size: SizeFn,
+) -> list[Passage]:
+    """One passage (rendered once), or two halves when the rendering overflows the window."""
+    nodes = [i for m in members for i in m]
+    # a policy is a closure under per-node contributions: the closure of the union is the
+    # union of the members' closures, which packing already holds
+    text = render_indices(doc, closed if closed is not None else policy.indices(doc, nodes), fmt=fmt)
+    if len(members) > 1 and size(text) > window:
+        half = len(members) // 2
+        return _emit(doc, members[:half], None, policy, fmt, window, size) + _emit(
+            doc, members[half:], None, policy, fmt, window, size
+        )
+    return [
+        Passage(
+            doc_id=doc.doc_id,
+            paths=doc.to_paths(nodes),
+            begin=doc.path(members[0][0]),
+            members=tuple(doc.to_paths(m) for m in members),
+            text=text,
+        )
+    ]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
+
+
+def _own_text(doc: Document, paths: frozenset[Path]) -> str:
+    return " ".join(doc.text[i] for i in sorted(doc.indices(paths)) if doc.tag[i] is None)
+
+
+def expand(
+    hits: Sequence[PassageHit],
+    *,
+    query: str | None = None,
+    documents: Documents | None = None,
+    order: MemberOrder = "document",
+    limit: int | None = None,
+) -> list[Hit]:
+    """Sentence hits from ranked passage hits: members inherit their passage's score and rank.
+
+    With ``limit``, only as many whole passages, best first, as it takes to reach ``limit``
+    sentence hits are expanded (what :func:`~spire_core.aggregate` asks of a search for
+    its top ``limit``): aggregation's work then grows with the budget it fills, not with
+    the passages searched, and its growing prefix stays a prefix.
+
+    With ``order="overlap"`` (which needs ``query`` and ``documents``) the members of each
+    passage come ordered by how many of the query's words (three letters or more) they
+    hold, so a budget that admits only part of a passage admits its best sentences first.
+    A member listed by several hits keeps its first (best) place.
+    """
+    if order not in MEMBER_ORDERS:
+        raise ValueError(f"order must be one of {MEMBER_ORDERS}, not {order!r}")
+    terms: set[str] = set()
+    get: Callable[[str], Document] | None = None
+    if order == "overlap":
+        if query is None or documents is None:
+            raise ValueError('order="overlap" needs the query and the documents')
+        terms = _words(query)
+        get = documents if callable(documents) else documents.__getitem__
+    out: list[Hit] = []
+    seen: set[tuple[str, frozenset[Path]]] = set()
+    for hit in hits:
+        if limit is not None and len(out) >= limit:
+            break
+        members = list(hit.members)
+        if get is not None and terms:
+            doc = get(hit.doc_id)
+            try:
+                overlap = {m: len(terms & _words(_own_text(doc, m))) for m in members}
+            except UnknownPathError:  # an index out of date with its page: aggregate skips (and logs) it
+                overlap = dict.fromkeys(members, 0)
+            members.sort(key=lambda m: -overlap[m])  # stable: document order among ties
+        for m in members:
+            if (hit.doc_id, m) not in seen:
+                seen.add((hit.doc_id, m))
+                out.append(Hit(hit.doc_id, m, hit.score))
+    return out
+
+
+def sentence_search(
+    search: Callable[[int], Sequence[PassageHit]],
+    *,
+    query: str | None = None,
+    documents: Documents | None = None,
+    order: MemberOrder = "document",
+) -> Search:
+    """A sentence :data:`~spire_core.aggregate.Search` over a passage search ``k -> top-k passages``.
+
+    Asked for ``k`` sentence hits, it searches ``k`` passages and expands them with
+    ``limit=k`` (:func:`expand`).
+    """
+
+    def run(k: int) -> list[Hit]:
+        return expand(search(k), query=query, documents=documents, order=order, limit=k)
+
+    return run
+
+
+def encode_members(members: Sequence[frozenset[Path]]) -> str:
+    """The member boundaries of a passage, e.g. ``"4,3,5"``: each member's path count.
+
+    Members are consecutive sentences, so in sorted (document) order the union of their
+    paths splits into the members at these counts; with the encoded union (``PATHS``) this
+    round-trips exactly (:func:`decode_members`).
+    """
+    return ",".join(str(len(m)) for m in members)
+
+
+def decode_members(paths: frozenset[Path], text: str) -> tuple[frozenset[Path], ...]:
+    """The member path sets of a passage from its union ``paths`` and :func:`encode_members` ``text``.
+
+    Raises :class:`~spire_core.errors.PathFormatError` when the counts do not add up to ``paths``.
+    """
+    ordered = sorted(paths)
+    try:
+        counts = [int(c) for c in text.split(",")]
+    except ValueError:
+        raise PathFormatError(f"not a member list: {text[:80]!r}") from None
+    if sum(counts) != len(ordered) or any(c <= 0 for c in counts):
+        raise PathFormatError(f"member counts {text[:80]!r} do not split {len(ordered)} paths")
+    out: list[frozenset[Path]] = []
+    start = 0
+    for c in counts:
+        out.append(frozenset(ordered[start : start + c]))
+        start += c
+    return tuple(out)

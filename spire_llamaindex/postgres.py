@@ -1,0 +1,102 @@
+"""Postgres + pgvector as the store of a SPIRE index: vectors and source pages in one database.
+
+    from spire_llamaindex import SpireRetriever, update_index
+    from spire_llamaindex.postgres import postgres_index
+
+    index = postgres_index("postgresql://user:pw@db:5432/docs")
+    update_index(index, pages)                 # or spire_llamaindex.ray_ingest.ray_index
+    SpireRetriever(index).retrieve("...")      # any process, no local files
+
+The vectors go to LlamaIndex's official ``PGVectorStore`` (an HNSW index, cosine), the source
+pages to its ``PostgresDocumentStore``, both in the same database, so any number of query
+processes can answer from it; their parsed-page caches only make them faster.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spire_core.database import postgres_url
+from spire_core.options import DEFAULT_FIRST_K, DEFAULT_INDEX_NAME, DEFAULT_MAX_ROUNDS, MODEL_DIM
+
+if TYPE_CHECKING:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.indices.vector_store.base import VectorStoreIndex
+    from llama_index.core.storage.storage_context import StorageContext
+    from llama_index.storage.docstore.postgres import PostgresDocumentStore
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+#: The most hits one retrieval asks for: the first search's k, doubled each further round.
+MAX_HITS = DEFAULT_FIRST_K * 2 ** (DEFAULT_MAX_ROUNDS - 1)
+#: pgvector HNSW parameters (cosine distance, as the retriever queries). An HNSW scan returns at
+#: most ``ef_search`` rows (40 by default), so it is raised to what SPIRE's last round asks for.
+HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": MAX_HITS, "hnsw_dist_method": "vector_cosine_ops"}
+
+
+def vector_store(
+    uri: str, *, table: str = DEFAULT_INDEX_NAME, embed_dim: int = MODEL_DIM, hnsw: bool = True
+) -> PGVectorStore:
+    """LlamaIndex's ``PGVectorStore`` for the units of index ``table`` (created on first use)."""
+    from llama_index.vector_stores.postgres import PGVectorStore
+
+    return PGVectorStore.from_params(
+        connection_string=postgres_url(uri, "psycopg2"),
+        async_connection_string=postgres_url(uri, "asyncpg"),
+        table_name=table,
+        embed_dim=embed_dim,
+        use_jsonb=True,
+        hnsw_kwargs=dict(HNSW) if hnsw else None,
+    )
+
+
+def page_store(uri: str, *, table: str = DEFAULT_INDEX_NAME) -> PostgresDocumentStore:
+    """LlamaIndex's ``PostgresDocumentStore`` holding the source pages of index ``table``."""
+    from llama_index.storage.docstore.postgres import PostgresDocumentStore
+    from llama_index.storage.kvstore.postgres import PostgresKVStore
+
+    kvstore = PostgresKVStore(  # not from_uri(), which drops a socket folder (?host=/run/...)
+        table_name=f"{table}_pages",
+        connection_string=postgres_url(uri, "psycopg2"),
+        async_connection_string=postgres_url(uri, "asyncpg"),
+        use_jsonb=True,
+    )
+    return PostgresDocumentStore(kvstore)
+
+
+def postgres_storage(
+    uri: str, *, table: str = DEFAULT_INDEX_NAME, embed_dim: int = MODEL_DIM, hnsw: bool = True
+) -> StorageContext:
+    """A ``StorageContext``: units in :func:`vector_store`, source pages in :func:`page_store`."""
+    from llama_index.core.storage.storage_context import StorageContext
+
+    return StorageContext.from_defaults(
+        vector_store=vector_store(uri, table=table, embed_dim=embed_dim, hnsw=hnsw),
+        docstore=page_store(uri, table=table),
+    )
+
+
+def postgres_index(
+    uri: str,
+    *,
+    table: str = DEFAULT_INDEX_NAME,
+    embed_model: BaseEmbedding | None = None,
+    embed_dim: int = MODEL_DIM,
+    hnsw: bool = True,
+) -> VectorStoreIndex:
+    """A ``VectorStoreIndex`` over :func:`postgres_storage`: build it with
+    :func:`spire_llamaindex.update_index` (or :func:`spire_llamaindex.ray_ingest.ray_index`),
+    search it with :class:`spire_llamaindex.SpireRetriever`, from any process.
+
+    ``embed_model`` defaults to the packaged all-MiniLM-L6-v2 (``embed_dim`` must match it).
+    """
+    from llama_index.core.indices.vector_store.base import VectorStoreIndex
+
+    if embed_model is None:
+        from spire_llamaindex import default_embed_model
+
+        embed_model = default_embed_model()
+    return VectorStoreIndex(
+        nodes=[],
+        storage_context=postgres_storage(uri, table=table, embed_dim=embed_dim, hnsw=hnsw),
+        embed_model=embed_model,
+    )

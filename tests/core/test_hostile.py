@@ -1,0 +1,233 @@
+"""Regression tests for the hostile-page reproducers of issue 12, one test per guarantee.
+
+Sizes are scaled down from the reproducers where the full size would only cost test
+time; each test bounds time or memory well below what the unfixed code took.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from spire_core import (
+    Citation,
+    DocumentCache,
+    PathFormatError,
+    decode_paths,
+    global_context,
+    highlight,
+    local_context,
+    parse_html,
+    render,
+    seeds,
+    sentences,
+)
+from spire_core.tables import MAX_GRID_CELLS, grid
+
+
+@contextmanager
+def bounded(seconds: float, megabytes: float) -> Iterator[None]:
+    """Fail when the block takes over ``seconds`` or allocates over ``megabytes`` (traced)."""
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        yield
+        took = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    assert took < seconds, f"took {took:.2f} s"
+    assert peak < megabytes, f"peak {peak:.0f} MB"
+
+
+def texts(page: str | bytes) -> list[str]:
+    return [s.text for s in sentences(parse_html(page))]
+
+
+# -- H1, H2: table grids -----------------------------------------------------------------
+def test_table_span_bomb_is_bounded_in_time_and_memory() -> None:
+    page = "<table>" + "<tr><td rowspan=1000 colspan=1000>x</td></tr>" * 200 + "</table>"
+    with bounded(5.0, 300):
+        doc = parse_html(page)
+        for s in sentences(doc)[:3]:
+            assert s.paths <= global_context(doc, s.paths)
+
+
+def test_table_with_empty_header_row_below_the_top_labels_every_cell() -> None:
+    doc = parse_html("<table><tr><td>a<td>b<thead><tr></tr></thead><tr><td>c<td>d</table>")
+    cells = sentences(doc)
+    assert [s.text for s in cells] == ["a", "b", "c", "d"]
+    for s in cells:
+        ctx = global_context(doc, s.paths)
+        assert s.text in render(doc, ctx)
+
+
+# -- H3: depth ---------------------------------------------------------------------------
+def test_deep_nesting_with_a_sentence_per_level_is_linear() -> None:
+    page = "<div><p>Level text.</p>" * 3000
+    with bounded(10.0, 150):
+        found = sentences(parse_html(page))
+    assert len(found) == 3000 and {s.text for s in found} == {"Level text."}
+
+
+# -- M1: charsets ------------------------------------------------------------------------
+@pytest.mark.parametrize("codec", ["base64", "zlib", "rot13", "hex", "uu", "bz2", "quopri", "idna", "punycode"])
+def test_meta_charset_naming_a_non_text_codec_is_ignored(codec: str) -> None:
+    doc = parse_html(f'<meta charset="{codec}"><p>Plain words here.</p>'.encode())
+    assert [s.text for s in sentences(doc)] == ["Plain words here."]
+    assert any(codec in w for w in doc.warnings)
+
+
+@pytest.mark.parametrize(
+    ("codec", "body"),
+    [("utf-7", b"+AEgAaQ-"), ("unicode_escape", b"\\u0048i"), ("hz", b"~{<:Ky2;S{#,~}")],
+)
+def test_meta_charset_outside_the_whatwg_labels_shows_the_bytes_as_a_browser_would(codec: str, body: bytes) -> None:
+    doc = parse_html(f'<meta charset="{codec}"><p>'.encode() + body + b"</p>")
+    assert [s.text for s in sentences(doc)] == [body.decode("ascii")]
+
+
+def test_undeclared_latin1_page_is_detected() -> None:
+    doc = parse_html(b"<p>Caf\xe9 cr\xe8me br\xfbl\xe9e, na\xefve.</p>")
+    assert [s.text for s in sentences(doc)] == ["Café crème brûlée, naïve."]
+    assert doc.decode_errors == 0 and doc.encoding == "windows-1252"
+
+
+def test_undeclared_cyrillic_page_is_detected() -> None:
+    text = "Привет, мир. Как дела у всех сегодня?"
+    assert texts(f"<p>{text}</p>".encode("cp1251")) == ["Привет, мир.", "Как дела у всех сегодня?"]
+
+
+# -- M2: control characters and attribute names -----------------------------------------
+DEEP = "<i>" * 3000
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["<p \x01a=1>x</p>", "<p>a\x01b</p>" + DEEP, "<a b ~=1>x</a>" + DEEP, '<p "q"=1 \x7f=2>x</p>', "<p>x\x00y</p>"],
+)
+def test_control_characters_and_odd_attribute_names_parse(page: str) -> None:
+    found = texts(page)
+    assert found and found[0] in ("x", "ab", "xy")
+
+
+# -- M3: text inside a table outside any cell ---------------------------------------------
+def test_loose_table_text_is_rendered_where_it_is_seeded() -> None:
+    doc = parse_html("<title>T</title><table><tr><td>c</td></tr>Loose one. Loose two.</table>")
+    by_text = {s.own_text: s.text for s in seeds(doc)}
+    assert "Loose one." in by_text["Loose one."] and "Loose two." in by_text["Loose two."]
+
+
+def test_loose_table_content_moves_before_the_table_as_in_browsers() -> None:
+    page = "<table><tr><td>c</td>Row text.<h3>Heading in a row</h3></tr><td>orphan cell</td>Tail.</table><p>After.</p>"
+    assert texts(page) == ["Row text.", "Heading in a row", "Tail.", "c", "orphan cell", "After."]
+    doc = parse_html(page)
+    orphan = next(s for s in sentences(doc) if s.text == "orphan cell")
+    assert "orphan cell" in render(doc, global_context(doc, orphan.paths))
+
+
+def test_form_inside_a_table_is_unwrapped_so_its_text_is_shown() -> None:
+    page = "<table><tfoot><form>Form text.<tr><td>in form</td></tr></form></tfoot></table>"
+    doc = parse_html(page)
+    assert [s.text for s in sentences(doc)] == ["Form text.", "in form"]
+    for s in sentences(doc):
+        assert s.text in render(doc, global_context(doc, s.paths))
+
+
+def test_table_grid_caps_span_slots_and_lays_out_the_rest_one_by_one() -> None:
+    bomb = parse_html("<table>" + "<tr><td rowspan=1000 colspan=1000>x</td></tr>" * 50 + "</table>")
+    [table] = [i for i, t in enumerate(bomb.tag) if t == "table"]
+    g = grid(bomb, table)
+    assert g.capped and len(g.at) <= MAX_GRID_CELLS + len(g.cells)
+    plain = "<table>" + "<tr><th>a</th><th>b</th></tr>" + "<tr><td rowspan=2>k</td><td>v1</td></tr><tr><td>v2</td></tr>"
+    doc = parse_html(plain + "</table>")
+    [table] = [i for i, t in enumerate(doc.tag) if t == "table"]
+    g = grid(doc, table)
+    assert not g.capped
+    v2 = next(s for s in sentences(doc) if s.text == "v2")
+    shown = render(doc, global_context(doc, v2.paths))
+    assert "b" in shown and "k" in shown  # its column label, and the row-spanning key cell
+
+
+def test_local_context_over_loose_table_text_reaches_its_target_quickly() -> None:
+    page = "<table><tr><td>c</td></tr>" + "Loose sentence here. " * 500 + "</table>"
+    doc = parse_html(page)
+    first = sentences(doc)[1]
+    with bounded(5.0, 200):
+        grown = local_context(doc, first.paths, target=400, size=len)
+    assert len(render(doc, global_context(doc, grown))) > 200
+
+
+# -- M7: a parse that overlaps an invalidation -------------------------------------------
+def test_a_parse_overlapping_invalidation_is_not_cached() -> None:
+    started, release = threading.Event(), threading.Event()
+    page = ["<p>Old page.</p>"]
+    loads: list[str] = []
+
+    def load(doc_id: str) -> str:
+        text = page[0]
+        loads.append(text)
+        if len(loads) == 1:  # the first parse is slow: the page changes meanwhile
+            started.set()
+            release.wait(10)
+        return text
+
+    cache = DocumentCache(load)
+    slow = threading.Thread(target=cache, args=("d",))
+    slow.start()
+    assert started.wait(10)
+    page[0] = "<p>New page.</p>"
+    cache.invalidate("d")
+    release.set()
+    slow.join(10)
+    assert [s.text for s in sentences(cache("d"))] == ["New page."]
+    assert [s.text for s in sentences(cache("d"))] == ["New page."] and len(loads) == 2
+
+
+# -- L1, L2: surrogates and page-supplied sentinels --------------------------------------
+def test_lone_surrogate_does_not_truncate_the_page() -> None:
+    assert texts("<p>abc\ud800def. More.</p><p>Second.</p>") == ["abc\ufffddef.", "More.", "Second."]
+
+
+def test_lone_surrogate_on_a_deep_page_parses() -> None:
+    assert texts("<p>abc\udfffdef.</p>" + DEEP)[0] == "abc\ufffddef."
+
+
+def test_page_supplied_sentinel_elements_are_not_honoured() -> None:
+    assert texts("<p>Alpha beta <sentence-end></sentence-end>gamma delta.</p>") == ["Alpha beta gamma delta."]
+    assert texts("<p>One <sentence-beg>two.</p>") == ["One two."]
+
+
+# -- L5, M8 ------------------------------------------------------------------------------
+@pytest.mark.parametrize("text", ["1" * 5000, "0." + "9" * 5000, "1" * 19])
+def test_overlong_path_digits_raise_path_format_error(text: str) -> None:
+    with pytest.raises(PathFormatError):
+        decode_paths(text)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "kept"),
+    [
+        ('<img src="a.png" onerror="alert(1)">', 'src="a.png"'),
+        ('<a href="javascript:alert(1)" onclick="x()">t</a>', "<a>"),
+        ('<a href=" java\tscript:alert(1)">t</a>', "<a>"),
+        ('<a href="data:text/html,&lt;script&gt;">t</a>', "<a>"),
+        ('<p style="background:url(x)" OnMouseOver="x()">t</p>', "<p>"),
+        ('<a href="https://example.org/x">t</a>', 'href="https://example.org/x"'),
+        ('<a href="/rel#frag">t</a>', 'href="/rel#frag"'),
+    ],
+)
+def test_highlight_drops_event_handlers_styles_and_script_urls(attrs: str, kept: str) -> None:
+    page = f"<p>Some sentence here.</p>{attrs}"
+    doc = parse_html(page, doc_id="d")
+    out = highlight(page, [Citation("d", s.paths, s.text) for s in sentences(doc)], doc_id="d")
+    body = out.split("</style>", 1)[1].lower()
+    for bad in ("onerror", "onclick", "onmouseover", "javascript", "data:text", "style="):
+        assert bad not in body
+    assert kept in out
+

@@ -1,0 +1,175 @@
+"""Passages: sentence seeds packed per section for embedding, expanded back into sentence hits."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from spire_core import HEADERS, HTML, Document, aggregate, approx_tokens, global_context, parse_html, render, sentences
+from spire_core.errors import PathFormatError
+from spire_core.passages import PassageHit, decode_members, encode_members, expand, passages, sentence_search
+
+from .strategies import html_pages
+
+PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
+
+MANUAL = """<html><head><title>Widget manual</title></head><body>
+<h1>Widget</h1>
+<h2>Installation</h2>
+<p>Download the archive. Unpack it anywhere. Run the installer as an administrator.</p>
+<p>The installer asks for a folder. The default folder is fine for most users.</p>
+<h2>Configuration</h2>
+<p>The timeout setting ranges from 30 seconds to one day. Its default is five minutes.</p>
+<table><tr><th>Option</th><th>Default</th></tr>
+<tr><td>timeout</td><td>300</td></tr>
+<tr><td>retries</td><td>3</td></tr>
+<tr><td>verbose</td><td>off</td></tr></table>
+</body></html>"""
+
+
+def _ws(text: str) -> str:
+    return " ".join(text.split())
+
+
+@cache
+def _page(name: str) -> Document:
+    return parse_html((PAGES / name).read_bytes(), doc_id=name)
+
+
+def _section(doc: Document, paths: frozenset) -> frozenset:
+    """The headings active at a path set (the section it belongs to)."""
+    return global_context(doc, paths, HEADERS) - paths
+
+
+def test_every_sentence_is_one_member_in_document_order() -> None:
+    doc = parse_html(MANUAL, doc_id="manual")
+    members = [m for p in passages(doc) for m in p.members]
+    assert members == [s.paths for s in sentences(doc)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(html_pages())
+def test_passages_partition_the_sentences_of_generated_pages(html: str) -> None:
+    doc = parse_html(html, doc_id="gen")
+    found = passages(doc, max_tokens=30)
+    assert [m for p in found for m in p.members] == [s.paths for s in sentences(doc)]
+    for p in found:
+        assert p.paths == frozenset().union(*p.members)
+        assert p.text == render(doc, global_context(doc, p.paths))
+
+
+def test_a_passage_never_crosses_a_heading() -> None:
+    doc = parse_html(MANUAL, doc_id="manual")
+    found = passages(doc, max_tokens=10_000)
+    for p in found:
+        assert len({_section(doc, m) for m in p.members}) == 1
+    # one passage per section when the cap never binds: the h1 line, Installation, Configuration
+    assert len(found) == 3
+
+
+def test_shared_context_is_rendered_once_per_passage() -> None:
+    doc = parse_html(MANUAL, doc_id="manual")
+    config = next(p for p in passages(doc, max_tokens=10_000) if "timeout setting" in p.text)
+    assert config.text.count("Configuration") == 1
+    assert config.text.count("| Option | Default |") == 1  # the table's rows share one header rendering
+    for value in ("300", "retries", "verbose"):
+        assert value in config.text
+
+
+def test_the_cap_splits_a_section_into_consecutive_passages() -> None:
+    doc = parse_html(MANUAL, doc_id="manual")
+    small = passages(doc, max_tokens=25)
+    large = passages(doc, max_tokens=10_000)
+    assert len(small) > len(large)
+    for p in small:
+        own = sum(approx_tokens(s.text) for s in sentences(doc) if s.paths in p.members)
+        assert len(p.members) == 1 or own <= 25
+
+
+def test_a_rendering_over_the_window_is_split() -> None:
+    doc = _page("python-json.html")
+    window = 40
+    found = passages(doc, max_tokens=10_000, window=window, window_size=approx_tokens)
+    assert all(len(p.members) == 1 or approx_tokens(p.text) <= window for p in found)
+    assert [m for p in found for m in p.members] == [s.paths for s in sentences(doc)]
+
+
+def test_passages_are_far_fewer_than_sentences_on_real_pages() -> None:
+    for name in ("python-json.html", "wikipedia-table.html"):
+        doc = _page(name)
+        assert len(passages(doc)) * 3 < len(sentences(doc))
+
+
+def test_expand_gives_members_their_passage_score_in_rank_order() -> None:
+    a, b, c = (frozenset({(0, k)}) for k in range(3))
+    hits = [PassageHit("d", (a, b), 0.9), PassageHit("e", (c,), 0.8), PassageHit("d", (b, c), 0.7)]
+    out = expand(hits)
+    assert [(h.doc_id, h.paths, h.score) for h in out] == [
+        ("d", a, 0.9),
+        ("d", b, 0.9),
+        ("e", c, 0.8),
+        ("d", c, 0.7),  # b of d is already listed at its better rank
+    ]
+
+
+def test_overlap_order_puts_the_sentence_with_the_query_words_first() -> None:
+    doc = parse_html(MANUAL, doc_id="manual")
+    install = next(p for p in passages(doc, max_tokens=10_000) if "installer" in p.text)
+    query = "which folder does the installer ask for"
+    out = expand([PassageHit("manual", install.members, 0.5)], query=query, documents={"manual": doc}, order="overlap")
+    by_paths = {s.paths: s.text for s in sentences(doc)}
+    assert by_paths[out[0].paths] == "The installer asks for a folder."
+    assert {h.paths for h in out} == set(install.members) and len(out) == len(install.members)
+    assert [h.paths for h in expand([PassageHit("manual", install.members, 0.5)])] == list(install.members)
+    with pytest.raises(ValueError):
+        expand([], order="overlap")
+
+
+@pytest.mark.parametrize("name", ["python-json.html", "postgresql-wal.html", "wikipedia-table.html"])
+def test_every_citation_of_the_passage_index_is_a_sentence_path_set_rendering_its_sentence(name: str) -> None:
+    doc = _page(name)
+    found = passages(doc)
+    by_paths = {s.paths: s for s in sentences(doc)}
+    # a search that ranks the passages by how many words of a question they share
+    query = "what does the default setting mean"
+    words = set(re.findall(r"\w+", query))
+    ranked = sorted(found, key=lambda p: -len(words & set(re.findall(r"\w+", p.text.lower()))))
+
+    def search(k: int) -> list[PassageHit]:
+        return [PassageHit(name, p.members, 1.0 / (1 + i)) for i, p in enumerate(ranked[:k])]
+
+    results = aggregate(
+        sentence_search(search, query=query, documents={name: doc}, order="overlap"),
+        documents={name: doc},
+        budget=800,
+        size=approx_tokens,
+    )
+    citations = [c for r in results for c in r.citations]
+    assert citations
+    for c in citations:
+        sentence = by_paths[c.paths]  # a sentence seed's own path set, never a whole passage
+        assert _ws(sentence.text) in _ws(c.text)
+        assert c.text == render(doc, global_context(doc, c.paths, HTML))
+    assert sum(approx_tokens(r.text) for r in results) <= 800
+
+
+def test_bad_options_are_refused() -> None:
+    doc = parse_html(MANUAL)
+    with pytest.raises(ValueError):
+        passages(doc, max_tokens=0)
+    with pytest.raises(ValueError):
+        expand([], order="random")  # type: ignore[arg-type]
+
+
+def test_members_round_trip_through_their_counts() -> None:
+    doc = _page("wikipedia-table.html")
+    for p in passages(doc):
+        assert decode_members(p.paths, encode_members(p.members)) == p.members
+    p = passages(doc)[0]
+    for bad in ("", "x", "0", str(len(p.paths) + 1)):
+        with pytest.raises(PathFormatError):
+            decode_members(p.paths, bad)

@@ -1,0 +1,126 @@
+"""LangChain drop-in behaviour: what code written for a TextSplitter and a stock vector-store retriever expects."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from spire_langchain import SpireRetriever, SpireTransformer
+from tests.langchain.conftest import SMALL_PAGES, KeywordEmbeddings, small_pages
+
+COFFEE = SMALL_PAGES["coffee.html"]
+
+
+def test_text_splitter_methods_agree() -> None:
+    splitter = SpireTransformer()
+    pages = small_pages()
+    expected = list(splitter.transform_documents(pages))
+    assert expected
+    assert splitter.split_documents(pages) == expected
+    assert splitter.invoke(pages) == expected
+    texts = [p.page_content for p in pages]
+    metadatas = [p.metadata for p in pages]
+    assert splitter.create_documents(texts, metadatas) == expected
+    assert splitter.split_text(COFFEE) == [d.page_content for d in splitter.split_documents([pages[0]])]
+    with pytest.raises(ValueError, match="metadatas"):
+        splitter.create_documents(texts, metadatas[:1])
+
+
+async def test_async_invoke_matches() -> None:
+    splitter = SpireTransformer()
+    assert await splitter.ainvoke(small_pages()) == splitter.split_documents(small_pages())
+
+
+def test_from_html_takes_strings_documents_and_paths(tmp_path: Path) -> None:
+    page = tmp_path / "tea.html"
+    page.write_text(SMALL_PAGES["tea.html"], encoding="utf-8")
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\n## Cocoa\n\n- Whisk cocoa powder into warm milk.\n- Serve hot.\n", encoding="utf-8")
+    bikes = Document(page_content=SMALL_PAGES["bicycles.html"], metadata={"source": "bicycles.html"})
+    retriever = SpireRetriever.from_html([COFFEE, page, notes, bikes], KeywordEmbeddings())
+    sources = {d.metadata["spire_doc_id"] for d in retriever.invoke("coffee tea cocoa tyre pressure", k=10)}
+    assert {str(page), str(notes), "bicycles.html"} <= sources
+    assert any(s.startswith("sha256:") for s in sources)  # the bare string: a content id
+    cocoa = retriever.invoke("whisk cocoa powder")[0]
+    assert cocoa.page_content.startswith("# Notes\n\n## Cocoa")  # Markdown read as structure
+
+
+def test_from_html_vectorstore_kwargs_and_progress(capsys: pytest.CaptureFixture[str]) -> None:
+    from langchain_qdrant import QdrantVectorStore
+
+    retriever = SpireRetriever.from_html(
+        small_pages(),
+        KeywordEmbeddings(),
+        vectorstore_cls=QdrantVectorStore,
+        vectorstore_kwargs={"location": ":memory:", "collection_name": "brewing"},
+        show_progress=True,
+    )
+    assert retriever.vectorstore.collection_name == "brewing"
+    assert "coffee" in retriever.invoke("grams of coffee per litre")[0].page_content
+    assert "embedding" in capsys.readouterr().err
+
+
+def test_ids_are_namespaced_by_collection() -> None:
+    pages = small_pages()[:1]
+    a = SpireRetriever(vectorstore=InMemoryVectorStore(KeywordEmbeddings()), docstore=_store(), id_namespace="a")
+    b = SpireRetriever(vectorstore=InMemoryVectorStore(KeywordEmbeddings()), docstore=_store(), id_namespace="b")
+    ids_a, ids_b = a.add_documents(pages), b.add_documents(pages)
+    assert ids_a and not set(ids_a) & set(ids_b)
+    again = SpireRetriever(vectorstore=InMemoryVectorStore(KeywordEmbeddings()), docstore=_store(), id_namespace="a")
+    assert again.add_documents(pages) == ids_a  # deterministic within a namespace
+
+
+def test_an_upsert_that_does_not_land_warns(caplog: pytest.LogCaptureFixture) -> None:
+    class Lossy(InMemoryVectorStore):
+        """Keeps one unit of each batch only, as a store whose ids belong to another collection does."""
+
+        def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+            ids = kwargs.pop("ids")
+            super().add_documents(documents[:1], ids=ids[:1], **kwargs)
+            return list(ids)
+
+    retriever = SpireRetriever(vectorstore=Lossy(KeywordEmbeddings()), docstore=_store())
+    with caplog.at_level(logging.WARNING):
+        retriever.add_documents(small_pages()[:1])
+    assert any("did not land" in r.getMessage() for r in caplog.records)
+
+
+def test_stripped_html_warns(caplog: pytest.LogCaptureFixture) -> None:
+    stripped = Document(page_content="Brewing coffee Pour-over Use 60 grams of coffee.", metadata={"source": "c.html"})
+    with caplog.at_level(logging.WARNING):
+        SpireTransformer().split_documents([stripped])
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("declared HTML but holds no tags" in m and "c.html" in m for m in messages)
+
+
+def test_mmr_search(keyword_embeddings: KeywordEmbeddings) -> None:
+    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, search_type="mmr")
+    found = retriever.invoke("brewing coffee water temperature")
+    assert found and found[0].metadata["spire_doc_id"] == "coffee.html"
+
+
+def test_run_manager_gets_the_result_summary(keyword_embeddings: KeywordEmbeddings) -> None:
+    class Texts(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def on_text(self, text: str, **kwargs: Any) -> None:
+            self.texts.append(text)
+
+    handler = Texts()
+    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, budget=200)
+    docs = retriever.invoke("grams of coffee", config={"callbacks": [handler]})
+    assert handler.texts, "nothing reported to the callbacks"
+    assert f"{len(docs)} page(s)" in handler.texts[-1]
+
+
+def _store() -> Any:
+    from langchain_core.stores import InMemoryStore
+
+    return InMemoryStore()

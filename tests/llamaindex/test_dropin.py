@@ -1,0 +1,95 @@
+"""LlamaIndex drop-in behaviour: what code written for SentenceSplitter and the stock retriever expects."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+
+import pytest
+from llama_index.core import Document, Settings
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from spire_core import HEADERS, HTML, NONE, TITLE, compose
+from spire_llamaindex import SpireNodeParser, SpireRetriever
+
+PAGE = """<html><head><title>Limits</title></head><body><h1>Limits</h1><h2>Checkpoints</h2>
+<p>The valid range of checkpoint_timeout is between 30 seconds and one day.</p>
+<h2>Sizes</h2><p>A row can hold 1.6 TB.</p></body></html>"""
+MARKDOWN = """# Limits
+
+## Checkpoints
+
+- checkpoint_timeout
+  - The valid range is between 30 seconds and one day.
+
+| Item | Upper limit |
+|---|---|
+| row size | 1.6 TB |
+"""
+
+
+class HashEmbedding(BaseEmbedding):
+    """Hashed bag of words: deterministic, no model; counts its calls."""
+
+    calls: int = 0
+
+    def _vector(self, text: str) -> list[float]:
+        v = [0.0] * 128
+        for word in re.findall(r"\w+", text.lower()):
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % 128] += 1.0
+        norm = math.sqrt(sum(x * x for x in v)) or 1.0
+        return [x / norm for x in v]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        self.calls += 1
+        return self._vector(text)
+
+
+def test_from_defaults_like_every_node_parser() -> None:
+    parser = SpireNodeParser.from_defaults(policy=NONE, unit="block")
+    assert isinstance(parser, SpireNodeParser)
+    assert parser.policy is NONE and parser.unit == "block"
+    assert SpireNodeParser.from_defaults().policy is HTML
+
+
+@pytest.mark.parametrize("policy", [HTML, NONE, TITLE, compose(TITLE, HEADERS)])
+def test_to_dict_from_dict_round_trip(policy: object) -> None:
+    parser = SpireNodeParser(policy=policy, unit="block")
+    data = parser.to_dict()
+    assert isinstance(data["policy"], str)
+    again = SpireNodeParser.from_dict(data)
+    assert again.policy.name == parser.policy.name and again.unit == "block"
+    doc = Document(text=PAGE, id_="limits.html")
+    assert [n.get_content() for n in again([doc])] == [n.get_content() for n in parser([doc])]
+    assert SpireNodeParser.from_json(parser.to_json()).policy.name == parser.policy.name
+
+
+def test_an_unknown_policy_name_is_an_error() -> None:
+    with pytest.raises(ValueError, match="policy"):
+        SpireNodeParser.from_dict({"policy": "no-such-policy"})
+
+
+def test_from_documents_uses_settings_embed_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = HashEmbedding(model_name="hash")
+    monkeypatch.setattr(Settings, "_embed_model", model)
+    retriever = SpireRetriever.from_documents([Document(text=PAGE, id_="limits.html")])
+    assert model.calls > 0
+    found = retriever.retrieve("valid range of checkpoint_timeout")
+    assert "30 seconds and one day" in found[0].node.get_content()
+
+
+def test_markdown_documents_get_their_structure() -> None:
+    doc = Document(text=MARKDOWN, id_="limits.md", metadata={"file_name": "limits.md"})
+    nodes = SpireNodeParser()([doc])
+    item = next(n.get_content() for n in nodes if "30 seconds" in n.get_content())
+    assert item.startswith("# Limits\n\n## Checkpoints")
+    assert "- checkpoint_timeout" in item
+    cell = next(n.get_content() for n in nodes if "1.6 TB" in n.get_content())
+    assert "Upper limit" in cell and "row size" in cell

@@ -1,0 +1,51 @@
+"""The official Qdrant integrations of both frameworks install beside SPIRE's pins and serve it (local mode)."""
+
+from __future__ import annotations
+
+from langchain_core.documents import Document as LCDocument
+from langchain_core.embeddings import Embeddings
+from langchain_core.stores import InMemoryStore
+from langchain_qdrant import QdrantVectorStore as LCQdrant
+from llama_index.core import StorageContext
+from llama_index.core.schema import Document
+from llama_index.vector_stores.qdrant import QdrantVectorStore
+from qdrant_client import QdrantClient
+from qdrant_client.models import Distance, VectorParams
+
+from spire_core.options import MODEL_DIM
+from spire_langchain import SpireRetriever as LCRetriever
+from spire_llamaindex import SpireRetriever, build_index
+
+from .conftest import Memo
+from .test_postgres_langchain import MemoEmbeddings
+from .test_postgres_llamaindex import MemoEmbedding
+
+PAGE = """<html><head><title>Night trains</title></head><body><h1>Night trains</h1>
+<h2>Departures</h2><p>The night train to Vienna leaves at 22:40 from platform 4.</p>
+<h2>Tickets</h2><p>Sleeper tickets go on sale ninety days ahead.</p></body></html>"""
+QUESTION = "When does the night train leave?"
+
+
+def test_llamaindex_qdrant(memo: Memo) -> None:
+    store = QdrantVectorStore(client=QdrantClient(location=":memory:"), collection_name="spire")
+    index = build_index(
+        [Document(id_="trains.html", text=PAGE)],
+        embed_model=MemoEmbedding(memo=memo),
+        storage_context=StorageContext.from_defaults(vector_store=store),
+    )
+    best = SpireRetriever(index, budget=100).retrieve_subdocuments(QUESTION)[0]
+    assert best.doc_id == "trains.html" and "22:40" in best.text and "## Departures" in best.text
+
+
+def test_langchain_qdrant(memo: Memo) -> None:
+    client = QdrantClient(location=":memory:")
+    client.create_collection("spire", vectors_config=VectorParams(size=MODEL_DIM, distance=Distance.COSINE))
+    embeddings: Embeddings = MemoEmbeddings(memo)
+    retriever = LCRetriever(
+        vectorstore=LCQdrant(client=client, collection_name="spire", embedding=embeddings),
+        docstore=InMemoryStore(),
+        budget=100,
+    )
+    retriever.add_documents([LCDocument(id="trains.html", page_content=PAGE, metadata={"source": "trains.html"})])
+    best = retriever.invoke(QUESTION)[0]
+    assert best.metadata["source"] == "trains.html" and "22:40" in best.page_content
