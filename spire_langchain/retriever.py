@@ -378,7 +378,9 @@ class SpireRetriever(BaseRetriever):
             query, results, self._documents, budget=budget, size=self.size, policy=self.policy, fmt=self.fmt
         )
 
-    def _options(self, k: int | None, budget: int | None, kwargs: dict[str, Any]) -> tuple[int | None, int, dict[str, Any]]:
+    def _options(
+        self, k: int | None, budget: int | None, kwargs: dict[str, Any]
+    ) -> tuple[int | None, int, dict[str, Any]]:
         kwargs.pop("verbose", None)  # passed along by BaseRetriever.invoke
         k = self.k if k is None else k
         if k is not None and k <= 0:
