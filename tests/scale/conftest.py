@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-import pgserver
 import pytest
+
+from benchmarks.scale import postgres
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -24,18 +22,8 @@ MANUAL_PAGES = ("postgresql-wal.html", "python-json.html")
 @pytest.fixture(scope="session")
 def postgres_uri() -> Iterator[str]:
     """A ``postgresql://`` URI of a fresh server with the ``vector`` extension, deleted after the session."""
-    # pgserver runs the server as the system user "pgserver" when we are root: give it a folder it can enter
-    folder = Path(tempfile.mkdtemp(prefix="spire-pg-"))
-    folder.chmod(0o755)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
-        server = pgserver.get_server(folder / "data", cleanup_mode="delete")
-    try:
-        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+    with postgres() as uri:
+        yield uri
 
 
 class Memo:
