@@ -179,7 +179,7 @@ def _index(args: argparse.Namespace) -> int:
     nodes = len(index.index_struct.nodes_dict)
     save_store(store, index, parser, sorted(kept), extra={"pages_dir": str(pages.resolve()), "nodes": nodes})
     print(
-        f"indexed {len(kept)} page(s), {nodes} sentence nodes, into {store}: "
+        f"indexed {len(kept)} page(s), {nodes} nodes, into {store}: "
         f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
         f"{len(removed)} removed, {len(failed)} skipped"
     )
