@@ -14,7 +14,9 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 
 from .citation import Citation
 from .context import HTML, Policy
@@ -193,3 +195,10 @@ def aggregate(
             break
         k *= 2
     return state.result()
+
+
+@cache
+def aggregation_pool() -> ThreadPoolExecutor:
+    """The threads async adapters run aggregation on: never the event loop's default executor,
+    which a store's own async search may need (awaiting it from a saturated default pool deadlocks)."""
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="spire-aggregate")

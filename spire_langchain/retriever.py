@@ -6,8 +6,6 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +30,7 @@ from spire_core import (
     to_metadata,
     unit_id,
 )
+from spire_core.aggregate import aggregation_pool
 from spire_core.decoding import decode
 from spire_core.options import (
     DEFAULT_BUDGET,
@@ -405,8 +404,8 @@ class SpireRetriever(BaseRetriever):
         def raw(n: int) -> Scored:
             return asyncio.run_coroutine_threadsafe(self._araw(query, n, search_kwargs), loop).result()
 
-        # not the default executor: a store's async search may itself need it (deadlock when saturated)
-        return await loop.run_in_executor(_workers(), self._aggregate, query, self._search(query, raw, k), budget)
+        hits = self._search(query, raw, k)
+        return await loop.run_in_executor(aggregation_pool(), self._aggregate, query, hits, budget)
 
     def _to_documents(self, results: Sequence[Subdocument], pages: Sequence[LCDocument | None]) -> list[LCDocument]:
         return [result_document(sub, page) for sub, page in zip(results, pages, strict=True)]
@@ -500,12 +499,6 @@ def _mmr_k(n: int, kwargs: dict[str, Any]) -> dict[str, Any]:
 def _ranked(documents: Sequence[LCDocument]) -> Scored:
     """Scores by rank (best first) for a search that gives none."""
     return [(doc, 1.0 - i / max(len(documents), 1)) for i, doc in enumerate(documents)]
-
-
-@cache
-def _workers() -> ThreadPoolExecutor:
-    """Threads that run the (CPU-bound) aggregation of async queries."""
-    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="spire-aggregate")
 
 
 def _prepare(

@@ -6,8 +6,6 @@ import asyncio
 import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -38,6 +36,7 @@ from spire_core import (
     to_metadata,
     unit_id,
 )
+from spire_core.aggregate import aggregation_pool
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
 from spire_core.passages import PassageHit, expand
 from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, members_of, unit_of, user_metadata
@@ -330,8 +329,7 @@ class SpireRetriever(BaseRetriever):
             return asyncio.run_coroutine_threadsafe(self._retriever(k).aretrieve(bundle), loop).result()
 
         call = _Call(bundle.query_str)
-        # not the default executor: the store's async search may itself need it (deadlock when saturated)
-        results = await loop.run_in_executor(_workers(), self._aggregate, run, call)
+        results = await loop.run_in_executor(aggregation_pool(), self._aggregate, run, call)
         self._report(call, results)
         return results
 
@@ -341,9 +339,3 @@ class SpireRetriever(BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         results = await self.aretrieve_subdocuments(query_bundle)
         return await asyncio.to_thread(self._nodes, results)
-
-
-@cache
-def _workers() -> ThreadPoolExecutor:
-    """Threads that run the (CPU-bound) aggregation of async queries."""
-    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="spire-aggregate")
