@@ -61,6 +61,11 @@ Search = Callable[[int], Sequence[Hit]]
 Documents = Callable[[str], Document] | Mapping[str, Document]
 
 
+def document_lookup(documents: Documents) -> Callable[[str], Document]:
+    """``documents`` as a ``doc_id -> Document`` callable (a mapping is indexed, a callable called)."""
+    return documents.__getitem__ if isinstance(documents, Mapping) else documents
+
+
 @dataclass
 class _Group:
     doc: Document
@@ -81,7 +86,7 @@ _OWN: Memo[LRU[_OwnKey, tuple[frozenset[int], str]]] = Memo(lambda doc: LRU(OWN_
 
 class _Admission:
     def __init__(self, documents: Documents, budget: int, size: SizeFn, policy: Policy, fmt: Fmt) -> None:
-        self.get = documents.__getitem__ if isinstance(documents, Mapping) else documents
+        self.get = document_lookup(documents)
         self.budget = budget
         self.size = size
         self.policy = policy

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from .aggregate import Documents, Subdocument
+from .aggregate import Documents, Subdocument, document_lookup
 from .citation import Citation
 from .context import HTML, Policy
 from .document import Document, Path
@@ -74,10 +74,6 @@ class Evidence:
 
 
 # -- views and prompt --------------------------------------------------------------------
-def _getter(documents: Documents) -> Callable[[str], Document]:
-    return documents.__getitem__ if isinstance(documents, Mapping) else documents
-
-
 def build_views(
     results: Sequence[Subdocument],
     documents: Documents,
@@ -88,7 +84,7 @@ def build_views(
     first_label: int = 1,
 ) -> list[View]:
     """One labelled, locally expanded view per result; labels run on from ``first_label``."""
-    get = _getter(documents)
+    get = document_lookup(documents)
     views: list[View] = []
     n = first_label
     for result in results:
@@ -287,7 +283,7 @@ def _parse(raw: str, known: Collection[str]) -> Selection:
 # -- the filter --------------------------------------------------------------------------
 def _unfiltered(results: Sequence[Subdocument], documents: Documents, policy: Policy) -> list[Citation]:
     """The results' own citations (one per seed), for when the filter cannot decide."""
-    get = _getter(documents)
+    get = document_lookup(documents)
     out: list[Citation] = []
     for r in results:
         if r.citations:
@@ -303,7 +299,7 @@ def _cite(
     selection: Selection, results: Sequence[Subdocument], views: list[View], documents: Documents, policy: Policy
 ) -> list[Citation]:
     """Citations of the chosen labels, in view order, each unit with its own global context."""
-    get = _getter(documents)
+    get = document_lookup(documents)
     chosen = set(selection.labels)
     out: list[Citation] = []
     seen: set[tuple[str, frozenset[Path]]] = set()

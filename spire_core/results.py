@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .aggregate import Documents, Subdocument
+from .aggregate import Documents, Subdocument, document_lookup
 from .citation import Citation
 from .context import HTML, Policy, global_context
 from .document import Path
@@ -161,7 +161,7 @@ def subdocuments(
     A page's cited path sets are merged, closed under ``policy`` once, rendered and sized;
     its score is ``scores[doc_id]`` (e.g. the retrieved result's), else its best citation's.
     """
-    get = documents.__getitem__ if isinstance(documents, Mapping) else documents
+    get = document_lookup(documents)
     by_doc: dict[str, list[Citation]] = {}
     for c in citations:
         by_doc.setdefault(c.doc_id, []).append(c)

@@ -10,10 +10,10 @@ re-rendered without them, its number kept free) until it does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .aggregate import Documents, Subdocument
+from .aggregate import Documents, Subdocument, document_lookup
 from .citation import Citation
 from .context import HTML, Policy, global_context
 from .options import DEFAULT_SIZE, Fmt
@@ -50,7 +50,7 @@ def cite_sources(
     fmt: Fmt = "markdown",
 ) -> Sources:
     """One marked merged view per page of ``results`` (in order), fitted to ``budget`` when given."""
-    get = documents.__getitem__ if isinstance(documents, Mapping) else documents
+    get = document_lookup(documents)
     citations = numbered(results)
     pages: list[tuple[str, list[int]]] = []
     n = 0

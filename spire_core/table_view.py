@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Literal
 
-from .aggregate import Subdocument
+from .aggregate import Subdocument, document_lookup
 from .citation import Citation
 from .context import HTML, Policy, global_context
 from .document import Document, Path
@@ -196,7 +196,7 @@ def table_views(
         raise BudgetError(f"budget must be positive, not {budget}")
     if not 0 < share <= 1:
         raise ValueError(f"share must be in (0, 1], not {share}")
-    get = documents.__getitem__ if isinstance(documents, Mapping) else documents
+    get = document_lookup(documents)
     docs = {r.doc_id: get(r.doc_id) for r in results}
     shape = question_shape(question)
     terms = _terms(question)
