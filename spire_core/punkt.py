@@ -113,6 +113,10 @@ def sentence_spans(text: str, language: str = "english") -> list[tuple[int, int]
     out: list[tuple[int, int]] = []
     covered = 0
     for start, end in spans:
+        if out and start == covered:  # no space after the boundary ("[-+]?[0-7]+"): one sentence
+            out[-1] = (out[-1][0], end)
+            covered = end
+            continue
         if out and text[covered:start].strip():  # glue stray non-space text to the sentence before
             out[-1] = (out[-1][0], start)
         out.append((start, end))

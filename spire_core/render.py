@@ -22,6 +22,7 @@ from .paths import link_indices
 from .tables import Grid, grid
 
 _WS = re.compile(r"\s+")
+_BACKTICKS = re.compile(r"`+")
 _TIGHT = frozenset({"li", "dt", "dd"})
 _LISTS = frozenset({"ul", "ol", "menu"})
 #: ``li`` -> the number a browser shows for it
@@ -84,6 +85,12 @@ def _marks(
         if words:
             marks.after.setdefault(max(words), []).append(name)
     return marks
+
+
+def code_fence(code: str) -> str:
+    """A backtick fence for ``code`` that nothing inside can close: longer than any backtick
+    run in it, and at least three (CommonMark: a closing fence is at least as long as the opening)."""
+    return "`" * max(3, 1 + max((len(m) for m in _BACKTICKS.findall(code)), default=0))
 
 
 @dataclass
@@ -234,7 +241,8 @@ class _Renderer:
             return
         lead = "".join(self.prefix)
         body = "\n".join(lead + line for line in code.split("\n"))
-        self.blocks.append(_Block(f"{lead}```\n{body}\n{lead}```" if self.markdown else body, False))
+        fence = code_fence(code)
+        self.blocks.append(_Block(f"{lead}{fence}\n{body}\n{lead}{fence}" if self.markdown else body, False))
 
     def table(self, t: int) -> None:
         doc = self.doc

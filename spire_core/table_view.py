@@ -5,13 +5,25 @@ its neighbours or the column it competes in, so similarity ranking finds the row
 share the question's words, not the row the question points at ("the last ...", "who is
 listed after X", "which ... the most"). A reader answers such questions by looking at the
 table as a table. :func:`table_views` does that after aggregation: for the best-ranked
-data tables among the admitted seeds (then those of the result pages whose column labels
-the question names) it delivers *views*: the table's columns that matter (its key column,
-the columns the question names, the columns of admitted cells; the others while they fit)
-for the rows that matter (the admitted rows and those sharing most words with the
-question, their neighbours, the first and last rows, the extremes of a named numeric
-column, then the rows the question's shape points at, then the rest), as many as fit the
-views' share of the budget. Lower-ranked seeds make room for them when the budget is full.
+data tables of the result pages it delivers *views*: the table's columns that matter (its
+key column, the columns the question names, the columns of admitted cells; the others
+while they fit) for the rows that matter (the admitted rows and the row holding the
+question's rarest words, their neighbours, the first and last rows, the extremes of a
+named numeric column, then the rows the question's shape points at, then the rest), as
+many as fit the views' share of the budget. Lower-ranked seeds make room for them when
+the budget is full.
+
+Which tables: the seed ranking finds a page, and often a table on it, but among a page's
+tables it favours those sharing the question's topic words (the page title, a column
+label everywhere) over the one holding the row the question names ("after omega race",
+"developed by frog city", "a peak position of 45 and 24"). So the tables are ranked by
+what the question names in them, weighted by rarity among the candidate tables
+(:class:`_Lexicon`): its column labels, caption and headings, plus its best row (whole
+words, those naming the table or its columns left out), then whether seeds were admitted
+in it and their score. A table without admitted seeds competes only when the question
+names one of its column labels or, if the ranking admitted table cells at all, two words
+of one of its rows; so a prose question does not lose its sentences to tables that merely
+share a common word.
 
 Every delivered cell is a path set of the page (the cell's subtree), the view is rendered
 by :func:`spire_core.render` as a Markdown table under its labels, and it becomes one
@@ -25,16 +37,17 @@ largest, smallest), else ``none``.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import chain
 from typing import Literal
 
 from .aggregate import Subdocument, document_lookup
 from .citation import Citation
 from .context import HTML, Policy, global_context
-from .document import Document, Path
+from .context.headers import headings
+from .document import Document, Memo, Path
 from .errors import BudgetError
 from .options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
 from .render import render
@@ -135,6 +148,54 @@ _STOP = frozenset(
         "only",
         "other",
         "same",
+        # function words
+        "a",
+        "an",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "to",
+        "as",
+        "or",
+        "be",
+        "been",
+        "has",
+        "have",
+        "had",
+        "do",
+        "it",
+        "its",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "him",
+        "her",
+        "his",
+        "they",
+        "them",
+        "tell",
+        "give",
+        "got",
+        "get",
+        "into",
+        "these",
+        "those",
+        "then",
+        "any",
+        "all",
+        "each",
+        "not",
+        "but",
+        "if",
+        "so",
+        "also",
     }
 ).union(*_WORDS.values())
 
@@ -157,7 +218,17 @@ def _stem(word: str) -> str:
 
 
 def _terms(text: str) -> set[str]:
-    return {_stem(w) for w in (w.casefold() for w in _TOKEN.findall(text)) if w not in _STOP and len(w) > 1}
+    """Stems of the words of ``text`` that may name a column (labels are matched loosely: "scored", "Scorers")."""
+    return {_stem(w) for w in _words(text)}
+
+
+def _words(text: str) -> set[str]:
+    """The casefolded words of ``text`` that may name something, a plural ``s`` dropped (rows are matched so)."""
+    return {_singular(w) for w in (w.casefold() for w in _TOKEN.findall(text)) if w not in _STOP and len(w) > 1}
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 @dataclass(frozen=True)
@@ -185,8 +256,8 @@ def table_views(
 ) -> list[Subdocument]:
     """``results`` (from :func:`spire_core.aggregate`) with views of their best-ranked tables.
 
-    Data tables holding admitted seeds are taken by best seed score, then the result pages'
-    data tables whose column labels the question names; each of the first ``tables`` gets a
+    The result pages' data tables are ranked by what the question names in them, then by
+    their admitted seeds (see the module docstring); each of the first ``tables`` gets a
     view of what is left of ``share * budget`` (the first takes what it needs), merged into
     its page's result and cited as one more :class:`Citation`. Then the lowest-scored seeds
     are dropped while the total exceeds ``budget``. Results without such tables come back
@@ -202,11 +273,13 @@ def table_views(
     terms = _terms(question)
     views: dict[str, list[Citation]] = {}
     left = int(share * budget)
-    for t in chain(_admitted_tables(results, docs), _named_tables(results, docs, terms)):
+    candidates = _all_tables(results, docs)
+    lexicon = _Lexicon(question, [(docs[t.doc_id], t.table) for t in candidates])
+    for t in _ranked(candidates, docs, lexicon):
         if sum(len(v) for v in views.values()) >= tables:
             break
         doc = docs[t.doc_id]
-        cells = _view_cells(doc, grid(doc, t.table), t.cells, shape, terms, left, size, policy, fmt)
+        cells = _view_cells(doc, grid(doc, t.table), t.cells, shape, terms, lexicon, left, size, policy, fmt)
         paths = doc.to_paths(i for c in cells for i in range(c, doc.end[c]))
         text = render(doc, global_context(doc, paths, policy), fmt=fmt)
         views.setdefault(t.doc_id, []).append(Citation(t.doc_id, paths, text, t.score))
@@ -237,31 +310,161 @@ def _admitted_tables(results: Sequence[Subdocument], docs: Mapping[str, Document
     tables = [
         _Table(doc_id, table, score, frozenset(cells))
         for (doc_id, table), (score, cells) in found.items()
-        if _is_data(docs[doc_id], grid(docs[doc_id], table))
+        if _is_data(docs[doc_id], grid(docs[doc_id], table), MIN_ADMITTED_ROWS)
     ]
     return sorted(tables, key=lambda t: -t.score)
 
 
-def _named_tables(results: Sequence[Subdocument], docs: Mapping[str, Document], terms: set[str]) -> Iterator[_Table]:
-    """Data tables without admitted seeds on the results' pages whose column labels the question names."""
+def _all_tables(results: Sequence[Subdocument], docs: Mapping[str, Document]) -> list[_Table]:
+    """Every data table on the results' pages: those holding admitted seeds (best seed score first), then the others.
+
+    A table without admitted seeds scores as its page's result.
+    """
+    admitted = _admitted_tables(results, docs)
+    seen = {(t.doc_id, t.table) for t in admitted}
+    rest = []
     for r in results:
         doc = docs[r.doc_id]
-        held = {i for c in r.citations for i in doc.indices(c.paths)}
         for t in (i for i, tag in enumerate(doc.tag) if tag == "table"):
-            g = grid(doc, t)
-            if any(t <= i < doc.end[t] for i in held) or not _is_data(doc, g):
-                continue
-            if _named_columns(doc, g, terms):
-                yield _Table(r.doc_id, t, r.score, frozenset())
+            if (r.doc_id, t) not in seen and _is_data(doc, grid(doc, t), MIN_ROWS):
+                rest.append(_Table(r.doc_id, t, r.score, frozenset()))
+    return admitted + rest
 
 
-def _is_data(doc: Document, g: Grid) -> bool:
-    """Whether the table holds data a view can order: rows enough, no cell holding a table, mostly filled.
+#: Rank bonus of a table holding admitted seeds (the ranking found it), in :class:`_Lexicon` weight units.
+ADMITTED_BONUS = 2.0
+#: Rank weight of a table's seed score (cosine similarity; a page's score for a table without seeds).
+SEED_WEIGHT = 5.0
+#: Question words one row of a table without admitted seeds must hold for the table to be viewed.
+MIN_ROW_WORDS = 2
 
-    Pull quotes and score boxes are tables of a row or two; layout tables hold tables;
-    genealogy charts and tournament brackets draw their lines with empty cells.
+
+def _ranked(candidates: Sequence[_Table], docs: Mapping[str, Document], lexicon: _Lexicon) -> list[_Table]:
+    """The tables to view, best first: what the question names in them, whether seeds were admitted, their score.
+
+    A table without admitted seeds takes part only when the question names one of its
+    column labels or, when the ranking admitted some table cells (the question is about
+    tables), :data:`MIN_ROW_WORDS` words of one of its rows (a name, a title).
     """
-    if len(g.rows) - len(g.header_rows) < MIN_ROWS:
+    tabular = any(t.cells for t in candidates)
+    scored = []
+    for k, t in enumerate(candidates):
+        doc = docs[t.doc_id]
+        words = lexicon.table_weight(doc, t.table)
+        named = lexicon.label_weight(doc, t.table) > 0 or (tabular and lexicon.row_words(doc, t.table) >= MIN_ROW_WORDS)
+        if t.cells or named:
+            rank = words + (ADMITTED_BONUS if t.cells else 0.0) + SEED_WEIGHT * t.score
+            scored.append((-rank, k, t))
+    return [t for _, _, t in sorted(scored)]
+
+
+class _Lexicon:
+    """The question's words as they fall in the candidate tables, weighted by rarity.
+
+    A row word weighs ``log(1 + N / n)``: ``n`` of the candidate tables' ``N`` body rows
+    hold it (words are matched whole, a plural ``s`` aside). Words of a table's page title,
+    headings and caption name the table, not a row, so they do not count in its rows; nor
+    do the words of its column labels (they name columns). A table's own words (its labels,
+    caption, headings and title, matched by stem) weigh ``log(1 + M / m)``: ``m`` of the
+    ``M`` candidate tables have them.
+    """
+
+    def __init__(self, question: str, tables: Sequence[tuple[Document, int]]) -> None:
+        terms, words = _terms(question), _words(question)
+        self._rows: dict[tuple[int, int], list[set[str]]] = {}
+        self._labels: dict[tuple[int, int], set[str]] = {}
+        self._names: dict[tuple[int, int], set[str]] = {}
+        row_count: dict[str, int] = {}
+        name_count: dict[str, int] = {}
+        n_rows = 0
+        for doc, table in tables:
+            key = (id(doc), table)
+            if key in self._rows:
+                continue
+            g = grid(doc, table)
+            labels = _label_terms(doc, g) & terms
+            names = labels | (_context_terms(doc, g) & terms)
+            rows = [{w for w in row & words if _stem(w) not in names} for row in _row_terms(doc, table)]
+            self._rows[key], self._labels[key], self._names[key] = rows, labels, names
+            n_rows += len(rows)
+            for row in rows:
+                for w in row:
+                    row_count[w] = row_count.get(w, 0) + 1
+            for w in names:
+                name_count[w] = name_count.get(w, 0) + 1
+        n_tables = len(self._rows)
+        self._row_idf = {w: math.log(1 + n_rows / n) for w, n in row_count.items()}
+        self._name_idf = {w: math.log(1 + n_tables / n) for w, n in name_count.items()}
+
+    def row_weights(self, doc: Document, table: int) -> list[float]:
+        """The weight of each body row of ``table`` (in order): the question's words it holds."""
+        rows = self._rows.get((id(doc), table))
+        if rows is None:
+            return [0.0] * len(_row_terms(doc, table))
+        return [sum(self._row_idf[w] for w in words) for words in rows]
+
+    def row_words(self, doc: Document, table: int) -> int:
+        """The most question words one body row of ``table`` holds."""
+        return max(map(len, self._rows.get((id(doc), table), ())), default=0)
+
+    def label_weight(self, doc: Document, table: int) -> float:
+        """The question's words among the table's column labels."""
+        return sum(self._name_idf[w] for w in self._labels.get((id(doc), table), ()))
+
+    def table_weight(self, doc: Document, table: int) -> float:
+        """The question's words among the table's own words (labels, caption, headings, title), plus its best row."""
+        names = sum(self._name_idf[w] for w in self._names.get((id(doc), table), ()))
+        return names + max(self.row_weights(doc, table), default=0.0)
+
+
+def _body(g: Grid) -> list[int]:
+    return [r for r in range(len(g.rows)) if r not in g.header_rows]
+
+
+#: table element -> the words of each of its body rows
+_ROW_TERMS: Memo[dict[int, list[set[str]]]] = Memo(lambda doc: {})
+
+
+def _row_terms(doc: Document, table: int) -> list[set[str]]:
+    """The (memoised) words of each body row of ``table``, in order."""
+    memo = _ROW_TERMS(doc)
+    rows = memo.get(table)
+    if rows is None:
+        g = grid(doc, table)
+        rows = memo[table] = [_words(_row_text(doc, g, r)) for r in _body(g)]
+    return rows
+
+
+def _row_text(doc: Document, g: Grid, r: int) -> str:
+    """The text of row ``r`` of the grid, a spanning cell counted in every row it covers."""
+    cells = dict.fromkeys(g.at[(r, col)] for col in range(g.width()) if (r, col) in g.at)
+    return " ".join(doc.subtree_text(c) for c in cells)
+
+
+def _label_terms(doc: Document, g: Grid) -> set[str]:
+    """Words of the table's column labels (its header rows)."""
+    cells = dict.fromkeys(g.at[(r, col)] for r in g.header_order for col in range(g.width()) if (r, col) in g.at)
+    return _terms(" ".join(doc.subtree_text(c) for c in cells))
+
+
+def _context_terms(doc: Document, g: Grid) -> set[str]:
+    """Words of the page title, the headings over the table and its caption: they name the table, not a row."""
+    parts = [doc.title or ""]
+    parts += [doc.subtree_text(h) for h in headings(doc).chain(g.table)]
+    if g.caption is not None:
+        parts.append(doc.subtree_text(g.caption))
+    return _terms(" ".join(parts))
+
+
+def _is_data(doc: Document, g: Grid, min_rows: int) -> bool:
+    """Whether the table holds data a view can order: ``min_rows`` body rows, no cell holding a table, mostly filled.
+
+    Pull quotes and score boxes are tables of a row or two (a table of two rows still gets
+    a view when the ranking admitted one of its cells: :data:`MIN_ADMITTED_ROWS`); layout
+    tables hold tables; genealogy charts and tournament brackets draw their lines with
+    empty cells.
+    """
+    if len(g.rows) - len(g.header_rows) < min_rows:
         return False
     if any(doc.tag[j] == "table" for c in g.cells for j in range(c + 1, doc.end[c])):
         return False
@@ -271,6 +474,8 @@ def _is_data(doc: Document, g: Grid) -> bool:
 
 #: Body rows a table needs for a view (fewer leave nothing to order).
 MIN_ROWS = 3
+#: Body rows a table holding admitted seeds needs for a view (the row next to an admitted one may be the answer).
+MIN_ADMITTED_ROWS = 2
 #: Share of a table's grid places that must hold text for it to get a view.
 MIN_FILLED = 0.5
 
@@ -334,11 +539,11 @@ def _extreme_rows(doc: Document, g: Grid, body: list[int], cols: Iterable[int]) 
     return out
 
 
-def _matching_rows(doc: Document, g: Grid, body: list[int], terms: set[str]) -> set[int]:
-    """The rows sharing most words with the question (the row it names: "after X", "the game in Houston")."""
-    shared = {r: len(terms & _terms(doc.subtree_text(g.rows[r]))) for r in body}
-    most = max(shared.values(), default=0)
-    return {r for r, n in shared.items() if n == most} if most else set()
+def _matching_rows(doc: Document, g: Grid, body: list[int], lexicon: _Lexicon) -> set[int]:
+    """The rows holding the question's rarest words (the row it names: "after X", "the game in Houston")."""
+    weights = lexicon.row_weights(doc, g.table)
+    most = max(weights, default=0.0)
+    return {r for r, w in zip(body, weights, strict=True) if w == most} if most > 0 else set()
 
 
 def _row_order(body: list[int], admitted: set[int], shape: Shape, extremes: set[int]) -> list[int]:
@@ -374,16 +579,17 @@ def _view_cells(
     admitted: frozenset[int],
     shape: Shape,
     terms: set[str],
+    lexicon: _Lexicon,
     budget: int,
     size: SizeFn,
     policy: Policy,
     fmt: Fmt,
 ) -> set[int]:
     """The cells of the view: priority columns for priority rows, within ``budget``; more columns while they fit."""
-    body = [r for r in range(len(g.rows)) if r not in g.header_rows]
+    body = _body(g)
     key, named = _key_column(doc, g), _named_columns(doc, g, terms)
     extremes = _extreme_rows(doc, g, body, [c for c in named if c != key]) if shape in ("most", "least") else set()
-    rows = _row_order(body, {g.cells[c][0] for c in admitted} | _matching_rows(doc, g, body, terms), shape, extremes)
+    rows = _row_order(body, {g.cells[c][0] for c in admitted} | _matching_rows(doc, g, body, lexicon), shape, extremes)
     first = list(dict.fromkeys([key, *named, *sorted(g.cells[c][1] for c in admitted)]))
     rest = [c for c in range(g.width()) if c not in first]
     words: dict[int, int] = {}

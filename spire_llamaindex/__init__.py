@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         store_sources,
         update_index,
     )
-    from .parser import SpireNodeParser
+    from .parser import SpireFileReader, SpireNodeParser, spire_file_extractor
     from .postprocessor import SpireEvidenceFilter
     from .retriever import SpireRetriever, citations_of, subdocument_of
     from .store import Store, StoreError, load_store, save_store
@@ -47,7 +47,7 @@ _LAZY = {
         ],
         ".index",
     ),
-    "SpireNodeParser": ".parser",
+    **dict.fromkeys(["SpireFileReader", "SpireNodeParser", "spire_file_extractor"], ".parser"),
     "SpireEvidenceFilter": ".postprocessor",
     **dict.fromkeys(["SpireRetriever", "citations_of", "subdocument_of"], ".retriever"),
     **dict.fromkeys(["Store", "StoreError", "load_store", "save_store"], ".store"),
@@ -61,12 +61,14 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "SPIRE_KEYS",
     "IndexUpdate",
     "MissingSourceError",
     "SourceDocuments",
     "SpireEvidenceFilter",
+    "SpireFileReader",
     "SpireNodeParser",
     "SpireRetriever",
     "Store",
@@ -80,6 +82,7 @@ __all__ = [
     "read_page",
     "remove_documents",
     "save_store",
+    "spire_file_extractor",
     "store_sources",
     "subdocument_of",
     "update_index",

@@ -102,10 +102,16 @@ class SourceDocuments:
     def __call__(self, doc_id: str) -> Document:
         """The parsed page ``doc_id``; raises :class:`MissingSourceError` when it is not stored."""
         current = self.docstore.get_document_hash(doc_id)
-        if doc_id in self._hashes and self._hashes[doc_id] != current:
+        if self._hashes.get(doc_id, current) != current:
             self.cache.invalidate(doc_id)
         self._hashes[doc_id] = current
-        return self.cache(doc_id)
+        doc = self.cache(doc_id)
+        if self.docstore.get_document_hash(doc_id) != current:
+            # replaced while it was read: what was parsed may be either version, so it is
+            # not kept under this hash (a later return to it would serve the other text)
+            self.cache.invalidate(doc_id)
+            self._hashes.pop(doc_id, None)
+        return doc
 
     def node(self, doc_id: str) -> BaseNode:
         """The stored source node (a LlamaIndex ``Document``) of ``doc_id``."""

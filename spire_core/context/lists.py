@@ -29,24 +29,26 @@ class ListsRule(Rule):
     name = "lists"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return inherited(doc, node, _LABELS, lambda i: doc.tag[i] in _SPECIAL, lambda i: self._walk(doc, i))
+        return inherited(doc, node, _LABELS, _SPECIAL, _walk)
 
-    def _walk(self, doc: Document, node: int) -> tuple[int, ...]:
-        out: list[int] = []
-        child = node
-        innermost = True
-        for anc in (node, *doc.ancestors(node)):  # the node itself may be an item or a list
-            tag = doc.tag[anc]
-            if tag == "dd":
-                out.extend(_terms(doc, anc))
-            elif tag == "li":
-                if not innermost:
-                    out.extend(_label(doc, anc, child))
-                innermost = False
-            elif tag in LIST_TAGS and tag != "dl":
-                out.extend(_lead_in(doc, anc))
-            child = anc
-        return tuple(out)
+
+def _walk(doc: Document, node: int) -> tuple[int, ...]:
+    """The labels, terms and lead-ins the list structure around ``node`` contributes."""
+    out: list[int] = []
+    child = node
+    innermost = True
+    for anc in (node, *doc.ancestors(node)):  # the node itself may be an item or a list
+        tag = doc.tag[anc]
+        if tag == "dd":
+            out.extend(_terms(doc, anc))
+        elif tag == "li":
+            if not innermost:
+                out.extend(_label(doc, anc, child))
+            innermost = False
+        elif tag in LIST_TAGS and tag != "dl":
+            out.extend(_lead_in(doc, anc))
+        child = anc
+    return tuple(out)
 
 
 def _terms(doc: Document, dd: int) -> list[int]:

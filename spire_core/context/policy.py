@@ -13,7 +13,7 @@ rule's own care. Users extend SPIRE by subclassing :class:`Rule`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from typing import TYPE_CHECKING
 
 from ..document import Memo
@@ -60,50 +60,68 @@ class Policy:
     def __call__(self, doc: Document, paths: Iterable[Path]) -> frozenset[Path]:
         return doc.to_paths(self.indices(doc, doc.indices(paths)))
 
-    def indices(self, doc: Document, nodes: Iterable[int]) -> set[int]:
-        """The closure on node indices (what the algorithms call)."""
-        closed = set(nodes)
-        work = list(closed)
-        for rule in self.rules:
-            for j in rule.constant(doc):
-                if j not in closed:
-                    closed.add(j)
-                    work.append(j)
+    def indices(self, doc: Document, nodes: Iterable[int], *, closed: Set[int] | None = None) -> set[int]:
+        """The closure on node indices (what the algorithms call).
+
+        ``closed``, when given, is a set already closed under this policy (an earlier
+        result): the closure of its union with ``nodes`` is computed without expanding its
+        nodes again, which is how a growing selection is closed step by step.
+        """
+        if closed is not None:
+            out = set(closed)
+            work = [i for i in nodes if i not in out]
+            out.update(work)
+        else:
+            out = set(nodes)
+            work = list(out)
+            for rule in self.rules:
+                for j in rule.constant(doc):
+                    if j not in out:
+                        out.add(j)
+                        work.append(j)
+        contributions = [rule.contribute for rule in self.rules]
         while work:
             i = work.pop()
-            for rule in self.rules:
-                for j in rule.contribute(doc, i):
-                    if j not in closed:
-                        closed.add(j)
+            for contribute in contributions:
+                for j in contribute(doc, i):
+                    if j not in out:
+                        out.add(j)
                         work.append(j)
-        return closed
+        return out
 
 
 def inherited(
     doc: Document,
     node: int,
     memo_slot: Contributions,
-    special: Callable[[int], bool],
-    compute: Callable[[int], tuple[int, ...]],
+    special: frozenset[str],
+    compute: Callable[[Document, int], tuple[int, ...]],
 ) -> tuple[int, ...]:
-    """Memoised contribution for rules where a node that is not ``special`` contributes what its parent does.
+    """Memoised contribution for rules where a node whose tag is not in ``special`` contributes what its parent does.
 
-    ``memo_slot`` is the rule's own :class:`~spire_core.document.Memo` (node -> contribution).
+    ``memo_slot`` is the rule's own :class:`~spire_core.document.Memo` (node -> contribution);
+    ``compute(doc, i)`` gives the contribution of a ``special`` node.
     """
     memo = memo_slot(doc)
+    value = memo.get(node)
+    if value is not None:
+        return value
     chain: list[int] = []
     i = node
-    while i not in memo:
+    tags, parents = doc.tag, doc.parent
+    while True:
         if i < 0:
-            value: tuple[int, ...] = ()
+            value = ()
             break
-        if special(i):
-            value = memo[i] = compute(i)
+        known = memo.get(i)
+        if known is not None:
+            value = known
+            break
+        if tags[i] in special:
+            value = memo[i] = compute(doc, i)
             break
         chain.append(i)
-        i = doc.parent[i]
-    else:
-        value = memo[i]
+        i = parents[i]
     for j in chain:
         memo[j] = value
     return value

@@ -68,7 +68,7 @@ class TablesRule(Rule):
     name = "tables"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return inherited(doc, node, _CELL_LABELS, lambda i: doc.tag[i] in CELL_TAGS, lambda c: _cell_labels(doc, c))
+        return inherited(doc, node, _CELL_LABELS, CELL_TAGS, _cell_labels)
 
 
 def _cell_labels(doc: Document, cell: int) -> tuple[int, ...]:

@@ -387,3 +387,17 @@ def test_user_rule_keeps_the_laws(case: tuple[Document, frozenset[Path], frozens
     g = global_context(doc, p, policy)
     assert p <= g <= global_context(doc, bigger, policy)
     assert global_context(doc, g, policy) == g
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+@PROPERTY_SETTINGS
+@given(case=doc_and_sets())
+def test_growing_a_closure_step_by_step_equals_closing_the_union(
+    name: str, case: tuple[Document, frozenset[Path], frozenset[Path]]
+) -> None:
+    """``indices(doc, B, closed=closure(A)) == closure(A ∪ B)``: how passages grow a selection."""
+    doc, p, bigger = case
+    policy = POLICIES[name]
+    a, b = doc.indices(p), doc.indices(bigger - p)
+    grown = policy.indices(doc, b, closed=policy.indices(doc, a))
+    assert grown == policy.indices(doc, a | b)

@@ -140,6 +140,23 @@ def test_empty_selection_renders_empty(doc: Document) -> None:
     assert render(doc, []) == ""
 
 
+@pytest.mark.parametrize("inside", ["```", "````", "a ``` b\n```", "``x``", "`"])
+def test_page_text_in_pre_cannot_close_the_code_fence(inside: str) -> None:
+    doc = parse_html(f"<p>Before.</p><pre>code\n{inside}\nEnd of code</pre><p>After the block.</p>")
+    out = render(doc, list(doc.paths()))
+    fence = out.split("\n")[2]  # "Before.", "", then the opening fence
+    longest = max(len(run) for run in re.findall(r"`+", inside))
+    assert set(fence) == {"`"} and len(fence) == max(3, longest + 1)
+    body = out.split(fence)[1]
+    assert inside in body and "End of code" in body  # the page's backticks stay inside the block
+    assert out.endswith(f"{fence}\n\nAfter the block.") and out.count(fence) == 2
+
+
+def test_code_fence_is_three_backticks_without_a_run_in_the_code() -> None:
+    doc = parse_html("<pre>x = 1</pre>")
+    assert render(doc, list(doc.paths())) == "```\nx = 1\n```"
+
+
 def test_labels_wrap_units(doc: Document) -> None:
     first = sentence_with(doc, "Add pasta.").paths
     second = sentence_with(doc, "Stir well.").paths

@@ -12,7 +12,7 @@ from pathlib import Path as FsPath
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from spire_core import Document, Sentence, encode_paths, parse_html, sentences
+from spire_core import Document, Sentence, encode_paths, parse_html, render, sentences
 from spire_core.document import INLINE_TAGS, SENTENCE_BEG, SENTENCE_END
 from spire_core.sentences import sentence_index, sentence_indices
 from tests.core.strategies import html_pages, inline_html, sentence_with, tree
@@ -311,3 +311,11 @@ def test_sentence_index_without_sentinels_is_the_text_nodes() -> None:
     assert index.holding(doc.text.index("three")) == 1
     assert index.before(0) == -1 and index.holding(0) is None
     assert sentence_indices(doc, 0, 0) == [0]
+
+
+@pytest.mark.parametrize("text", ["[-+]?[0-7]+", "Is it?Yes.", "e.g.(see below) more"])
+def test_a_boundary_needs_space_after_it(text: str) -> None:
+    """Punkt may break right after "?" or "." before a bracket; without a space there it is one sentence."""
+    doc = parse_html(f"<table><tr><th>Pattern</th></tr><tr><td><code>{text}</code></td></tr></table>")
+    assert [s.text for s in sentences(doc)] == ["Pattern", text]
+    assert f"| {text} |" in render(doc, frozenset(doc.paths()))

@@ -26,7 +26,7 @@ from spire_core import (
     render,
     seeds,
 )
-from spire_core.table_view import SHAPES, question_shape, table_views
+from spire_core.table_view import SHAPES, _Lexicon, question_shape, table_views
 
 NAMES = [
     "Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India", "Juliett",
@@ -250,3 +250,184 @@ def test_a_pull_quote_gets_no_view() -> None:
     hits = [Hit("quote", s.paths, 0.9) for s in seeds(docs["quote"]) if "rain" in s.own_text]
     results = aggregate(hits, documents=docs, budget=BUDGET)
     assert results and table_views("Who rode the last pass?", results, docs, budget=BUDGET) == results
+
+
+# -- which table gets the view ------------------------------------------------------------
+#: a discography: two tables of singles, the first sharing the page's topic words in every row
+DISCS = [f"Song number {k}" for k in range(24)]
+DISCOGRAPHY = f"""<html><head><title>Singles discography</title></head><body>
+<h1>Singles discography</h1>
+<h2>Compilation singles</h2>
+<table><tr><th>Year</th><th>Title</th><th>Album</th></tr>
+{"".join(f"<tr><td>{1990 + k}</td><td>Compilation {k}</td><td>non-album single {k}</td></tr>" for k in range(12))}
+</table>
+<h2>Studio singles</h2>
+<table><tr><th>Year</th><th>Title</th><th>Album</th></tr>
+{"".join(f"<tr><td>{1950 + k}</td><td>{t}</td><td>Studio album {k}</td></tr>" for k, t in enumerate(DISCS[:11]))}
+<tr><td>1961</td><td>Omega Race</td><td>Studio album 11</td></tr>
+{"".join(f"<tr><td>{1962 + k}</td><td>{t}</td><td>Studio album {12 + k}</td></tr>" for k, t in enumerate(DISCS[12:]))}
+</table></body></html>"""
+
+
+def _tables(doc: Document) -> list[tuple[int, ...]]:
+    return sorted(p for p in doc.paths() if doc.get(p).tag == "table")
+
+
+def _body_cell(doc: Document, table: int, row: int, col: int) -> frozenset[tuple[int, ...]]:
+    """Every path of the body cell at ``row`` (0 = first body row), ``col`` of the page's ``table``-th table."""
+    rows = sorted(p for p in down(doc, [_tables(doc)[table]]) if doc.get(p).tag == "tr")
+    cell = [p for p in doc.get(rows[row + 1]).children if doc.get(p).tag in ("td", "th")][col]
+    return down(doc, [cell])
+
+
+def _seed(doc: Document, text: str) -> Hit:
+    return Hit(doc.doc_id, next(s for s in seeds(doc) if s.own_text == text).paths, 0.9)
+
+
+def _views(out: list[Subdocument], results: list[Subdocument]) -> list[Citation]:
+    """The views ``table_views`` added, in the order it ranked their tables."""
+    before = {c for r in results for c in r.citations}
+    return [c for r in out for c in r.citations if c not in before]
+
+
+def test_the_table_holding_the_row_the_question_names_is_viewed_first() -> None:
+    """The ranking admitted a cell of the other table (it shares the topic word "single"); the row named wins."""
+    doc = parse_html(DISCOGRAPHY, doc_id="discs")
+    docs = {"discs": doc}
+    results = aggregate([_seed(doc, "non-album single 3")], documents=docs, budget=BUDGET)
+    out = table_views('What is the next single listed after "Omega Race"?', results, docs, budget=BUDGET)
+    _check_delivery(out, docs)
+    view = _views(out, results)[0]  # the first view, the one that takes what it needs
+    assert "## Studio singles" in view.text and "Compilation" not in view.text
+    named, after = _body_cell(doc, 1, 11, 1), _body_cell(doc, 1, 12, 1)
+    assert named <= view.paths and after <= view.paths  # the row named and the one after it
+    rows = _well_formed(view.text)
+    assert rows[0] == ["Year", "Title", "Album"]
+    assert [r[1] for r in rows[1:]].index("Omega Race") + 1 == [r[1] for r in rows[1:]].index(DISCS[12])
+
+
+GAMES = [f"Tycoon {k}" for k in range(40)]
+_GAME = "<tr><td>{}</td><td>{}</td><td>Studio {}</td><td>A sequel with new maps and many more levels</td></tr>"
+CHRONOLOGY = f"""<html><head><title>Chronology of business simulation games</title></head><body>
+<h1>Chronology of business simulation games</h1>
+<table><tr><th>Year</th><th>Game</th><th>Developer</th><th>Notes</th></tr>
+{"".join(_GAME.format(1980 + k, g, k) for k, g in enumerate(GAMES[:10]))}
+<tr><td>1990</td><td>Simbusiness</td><td>Online</td><td>Multiplayer business simulation game</td></tr>
+{"".join(_GAME.format(1991 + k, g, 10 + k) for k, g in enumerate(GAMES[10:20]))}
+<tr><td>2001</td><td>Pirate Cove</td><td>Frog City</td><td>Island building</td></tr>
+{"".join(_GAME.format(2002 + k, g, 20 + k) for k, g in enumerate(GAMES[20:]))}
+</table></body></html>"""
+#: the Frog City row (0 = first body row), in the middle of the table
+FROG = 21
+
+
+def test_words_the_page_title_holds_do_not_pick_the_row() -> None:
+    """ "business simulation game" names the table (its title); "Frog City" names the row."""
+    doc = parse_html(CHRONOLOGY, doc_id="games")
+    docs = {"games": doc}
+    results = aggregate([_seed(doc, "Tycoon 3")], documents=docs, budget=BUDGET)
+    question = "What was the only business simulation game developed by Frog City?"
+    view = table_views(question, results, docs, budget=BUDGET, share=0.3)[0].citations[-1]
+    delivered = [r for r in range(len(GAMES) + 2) if _body_cell(doc, 0, r, 1) <= view.paths]
+    assert len(delivered) < len(GAMES) + 2  # a choice of rows, not the table
+    assert FROG in delivered and FROG - 1 in delivered and FROG + 1 in delivered  # the row named, its neighbours
+    rows = _well_formed(view.text)
+    assert rows[[r[1] for r in rows].index("Pirate Cove")][:3] == ["2001", "Pirate Cove", "Frog City"]
+
+
+SEASON = """<html><head><title>1916 basketball team</title></head><body>
+<h1>1916 basketball team</h1>
+<h2>Standings</h2>
+<table><tr><th>Team</th><th>W</th><th>L</th></tr>
+<tr><td>Minnesota</td><td>10</td><td>2</td></tr><tr><td>Illinois</td><td>10</td><td>2</td></tr>
+<tr><td>Purdue</td><td>7</td><td>2</td></tr><tr><td>Iowa</td><td>1</td><td>8</td></tr></table>
+<h2>Statistics</h2>
+<table><tr><th>Player</th><th>Games Played</th><th>Points</th></tr>
+<tr><td>Ralf Woods</td><td>16</td><td>178</td></tr><tr><td>Clyde Alwood</td><td>15</td><td>114</td></tr>
+<tr><td>George Halas</td><td>11</td><td>2</td></tr><tr><td>R.C. Haas</td><td>4</td><td>2</td></tr></table>
+</body></html>"""
+
+
+def test_a_table_whose_labels_the_question_names_outranks_an_admitted_one() -> None:
+    doc = parse_html(SEASON, doc_id="season")
+    docs = {"season": doc}
+    results = aggregate([_seed(doc, "Minnesota")], documents=docs, budget=BUDGET)
+    out = table_views("Who got two points in the least games played?", results, docs, budget=BUDGET)
+    _check_delivery(out, docs)
+    first = _views(out, results)[0]
+    assert "## Statistics" in first.text and "Standings" not in first.text
+    assert _body_cell(doc, 1, 3, 0) <= first.paths and _body_cell(doc, 1, 3, 1) <= first.paths
+    rows = _well_formed(first.text)
+    assert rows[0] == ["Player", "Games Played", "Points"] and ["R.C. Haas", "4", "2"] in rows
+
+
+MANUAL = """<html><head><title>Date types</title></head><body>
+<h1>Date types</h1>
+<p>Interval values are stored internally as months, days, and microseconds.</p>
+<table><tr><th>Function</th><th>Description</th></tr>
+<tr><td>age</td><td>Extract field from interval</td></tr>
+<tr><td>now</td><td>Current date and time</td></tr>
+<tr><td>justify</td><td>Adjust interval so 30-day periods are months</td></tr></table>
+</body></html>"""
+
+
+def test_a_prose_answer_keeps_its_sentences_from_tables_sharing_common_words() -> None:
+    doc = parse_html(MANUAL, doc_id="manual")
+    docs = {"manual": doc}
+    results = aggregate([_seed(doc, MANUAL.split("<p>")[1].split("</p>")[0])], documents=docs, budget=BUDGET)
+    assert table_views("As which fields are interval values stored?", results, docs, budget=BUDGET) == results
+
+
+RANDOM = f"""<html><head><title>Mathematical functions</title></head><body>
+<h1>Mathematical functions</h1>
+<table><caption>Mathematical Functions</caption><tr><th>Function</th><th>Description</th></tr>
+{"".join(f"<tr><td>f{k}(x)</td><td>Returns the value of the function number {k} at x</td></tr>" for k in range(60))}
+</table>
+<table><caption>Random Functions</caption><tr><th>Function</th><th>Description</th></tr>
+<tr><td>random()</td><td>Returns a random value in the range 0.0 &lt;= x &lt; 1.0</td></tr>
+<tr><td>setseed(x)</td><td>Sets the seed for subsequent random() calls</td></tr></table>
+</body></html>"""
+
+
+def test_a_two_row_table_holding_an_admitted_cell_is_viewed_whole() -> None:
+    doc = parse_html(RANDOM, doc_id="math")
+    docs = {"math": doc}
+    hits = [_seed(doc, "setseed(x)"), Hit("math", _seed(doc, "f3(x)").paths, 0.8)]
+    results = aggregate(hits, documents=docs, budget=BUDGET)
+    out = table_views("What range of values does random() return?", results, docs, budget=BUDGET)
+    _check_delivery(out, docs)
+    answer = _body_cell(doc, 1, 0, 1)
+    assert answer <= out[0].paths
+    view = next(c for c in out[0].citations if answer <= c.paths)
+    rows = _well_formed(view.text)
+    assert view.text.startswith("# Mathematical functions") and "Random Functions" in view.text
+    assert rows[0] == ["Function", "Description"] and [r[0] for r in rows[1:]] == ["random()", "setseed(x)"]
+
+
+def test_row_words_match_whole_words_only() -> None:
+    """ "arrange" names no row holding "Arran"; a plural matches its singular."""
+    doc = parse_html(
+        "<html><body><table><tr><th>Council</th><th>Area</th></tr><tr><td>Isle of Arran</td><td>432</td></tr>"
+        "<tr><td>Dundee City</td><td>60</td></tr><tr><td>Orkney Islands</td><td>990</td></tr></table></body></html>",
+        doc_id="areas",
+    )
+    table = doc.index(_tables(doc)[0])
+    lexicon = _Lexicon("if you arrange the councils by area, which is first?", [(doc, table)])
+    assert lexicon.row_weights(doc, table) == [0.0, 0.0, 0.0]
+    assert lexicon.label_weight(doc, table) > 0
+    assert _Lexicon("which island is listed?", [(doc, table)]).row_weights(doc, table)[2] > 0
+
+
+def test_a_pipe_in_a_cell_is_escaped_and_the_table_stays_well_formed() -> None:
+    """GitHub tables split cells at every unescaped pipe, in code spans too: ``||/`` is delivered as ``\\|\\|/``."""
+    doc = parse_html(
+        "<html><body><table><tr><th>Operator</th><th>Description</th></tr>"
+        "<tr><td><code>||/</code></td><td>Cube root</td></tr><tr><td><code>|/</code></td><td>Square root</td></tr>"
+        "<tr><td><code>@</code></td><td>Absolute value</td></tr></table></body></html>",
+        doc_id="ops",
+    )
+    docs = {"ops": doc}
+    results = aggregate([_seed(doc, "Cube root")], documents=docs, budget=BUDGET)
+    view = table_views("Which operator computes the cube root?", results, docs, budget=BUDGET)[0].citations[-1]
+    rows = _well_formed(view.text)
+    assert ["\\|\\|/", "Cube root"] in rows and len(rows[0]) == 2

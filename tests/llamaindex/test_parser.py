@@ -63,7 +63,11 @@ def test_one_node_per_seed_with_hidden_identity() -> None:
         assert "source: postgresql-wal.html" not in node.get_content(metadata_mode=MetadataMode.EMBED)
         assert "source: postgresql-wal.html" in node.get_content(metadata_mode=MetadataMode.LLM)
     assert len({n.node_id for n in nodes}) == len(nodes)
-    assert nodes[1].relationships[NodeRelationship.PREVIOUS].node_id == nodes[0].node_id
+    previous = nodes[1].relationships[NodeRelationship.PREVIOUS]
+    assert previous.node_id == nodes[0].node_id
+    # a link carries the neighbour's user metadata, not its path sets (its own node has them)
+    assert previous.metadata == {"source": "postgresql-wal.html"}
+    assert nodes[0].relationships[NodeRelationship.NEXT].node_id == nodes[1].node_id
 
 
 def test_node_ids_are_deterministic() -> None:
