@@ -25,6 +25,7 @@ import html as html_lib
 import logging
 import multiprocessing
 import random
+import re
 import resource
 import sys
 import time
@@ -183,8 +184,12 @@ def _check(cond: bool, what: str) -> None:
         raise InvariantError(what)
 
 
+_QUOTE_MARKERS = re.compile(r"(?m)^(?:[ \t]*>)+ ?")
+
+
 def _norm(text: str) -> str:
-    return " ".join(text.split())
+    """Whitespace collapsed, and Markdown's blockquote markers at line starts dropped (container syntax, not text)."""
+    return " ".join(_QUOTE_MARKERS.sub("", text).split())
 
 
 #: Sentences whose context, rendering and laws are checked per page (the first ones).

@@ -133,34 +133,60 @@ class Document:
         #: values of the :class:`Memo` slots computed for this document (see :class:`Memo`)
         self.memos: dict[Memo[Any], Any] = {}
         self._element_paths: dict[int, Path] = {}
+        #: one past the last index of each node's subtree
+        self.end: list[int] = []
         if root is not None:
             self._flatten(root)
-        self.end = [0] * len(self.tag)
-        for i in range(len(self.tag) - 1, -1, -1):
-            kids = self.children[i]
-            self.end[i] = self.end[kids[-1]] if kids else i + 1
 
     def _flatten(self, root: Element) -> None:
-        stack: list[tuple[Element | str, int, int]] = [(root, -1, 0)]
+        """Fill the node arrays from the build tree, in pre-order.
+
+        Iterative: the stack holds, for each open element, its index and an iterator over
+        its remaining children. Text children are stored in the inner loop; an element child
+        with children of its own is descended into, and its subtree end is set once its
+        iterator is exhausted.
+        """
+        tags, texts, attrs, parents, positions, children, ends = (
+            self.tag,
+            self.text,
+            self.attrs,
+            self.parent,
+            self.pos,
+            self.children,
+            self.end,
+        )
+        tags.append(root.tag)
+        texts.append("")
+        attrs.append(root.attrs)
+        parents.append(-1)
+        positions.append(0)
+        children.append([])
+        ends.append(1)
+        stack: list[tuple[int, Iterator[tuple[int, Element | str]]]] = [(0, enumerate(root.children))]
         while stack:
-            node, parent, pos = stack.pop()
-            i = len(self.tag)
-            self.parent.append(parent)
-            self.pos.append(pos)
-            self.children.append([])
-            if parent >= 0:
-                self.children[parent].append(i)
-            if isinstance(node, str):
-                self.tag.append(None)
-                self.text.append(node)
-                self.attrs.append(_EMPTY)
+            parent, kids = stack[-1]
+            siblings = children[parent]
+            for k, node in kids:
+                i = len(tags)
+                siblings.append(i)
+                parents.append(parent)
+                positions.append(k)
+                children.append([])
+                ends.append(i + 1)
+                if isinstance(node, str):
+                    tags.append(None)
+                    texts.append(node)
+                    attrs.append(_EMPTY)
+                else:
+                    tags.append(node.tag)
+                    texts.append("")
+                    attrs.append(node.attrs)
+                    if node.children:
+                        stack.append((i, enumerate(node.children)))
+                        break
             else:
-                self.tag.append(node.tag)
-                self.text.append("")
-                self.attrs.append(node.attrs)
-                kids = node.children
-                for k in range(len(kids) - 1, -1, -1):
-                    stack.append((kids[k], i, k))
+                stack.pop()
+                ends[parent] = len(tags)
 
     # -- paths and indices -------------------------------------------------------------
     def __len__(self) -> int:

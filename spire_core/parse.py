@@ -146,6 +146,7 @@ def parse_html(
         if segment:
             segment_tree(root)
         doc = Document(root, doc_id=doc_id, encoding=decoded.encoding, replaced=decoded.replaced, warnings=warnings)
+        del root  # freed now, by reference counting: else the collector's first pass walks the whole build tree
     if require_content and not doc.has_content():
         raise EmptyDocumentError("has no visible text", doc_id=doc_id)
     return doc
@@ -317,12 +318,15 @@ _LATE_END_TAGS = re.compile(r"</(?:body|html)\s*>", re.I)
 def _lxml_root(text: str, warnings: list[str]) -> Any:
     text = _XML_DECL_TEXT.sub("", text, count=1)  # lxml rejects str input with an encoding declaration
     text = _LATE_END_TAGS.sub("", text)
-    if not text.strip():
+    if not text or text.isspace():  # (no copy of the page, as text.strip() would make)
         return lxml.html.document_fromstring("<html></html>")
-    parser = lxml.html.HTMLParser(huge_tree=True, remove_comments=False)
+    # a plain etree parser: lxml.html's element classes cost a Python call per element proxy
+    parser = etree.HTMLParser(huge_tree=True, remove_comments=False)
     try:
-        root = lxml.html.document_fromstring(text, parser=parser)
+        root = etree.fromstring(text, parser)
     except etree.ParserError:
+        root = None
+    if root is None:  # what lxml.html.document_fromstring reports as "Document is empty"
         return lxml.html.document_fromstring("<html></html>")
     if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
         warnings.append("nesting deeper than libxml2 allows: parsed with the deep-nesting fallback tokenizer")
@@ -330,15 +334,17 @@ def _lxml_root(text: str, warnings: list[str]) -> Any:
     return root
 
 
-def _dropped(el: Any, tag: str, parent_tag: str, boilerplate: bool) -> bool:
-    if tag in DROP_TAGS or (parent_tag == "head" and tag != "title"):
-        return True
-    attrs = el.attrib
+def _dropped_by_attrs(tag: str, attrs: Mapping[str, str], boilerplate: bool) -> bool:
+    """Whether the attributes of an element drop it: hidden, or (with ``boilerplate``) site chrome by role, id or class.
+
+    The rules by tag alone (:data:`DROP_TAGS`, ``<head>`` content but ``<title>``,
+    :data:`BOILERPLATE_TAGS`) are checked by :func:`_build` itself.
+    """
     if "hidden" in attrs or _DISPLAY_NONE.search(attrs.get("style", "")) or attrs.get("aria-hidden") == "true":
         return True
     if not boilerplate:
         return False
-    if tag in BOILERPLATE_TAGS or attrs.get("role") in BOILERPLATE_ROLES or attrs.get("id") in BOILERPLATE_IDS:
+    if attrs.get("role") in BOILERPLATE_ROLES or attrs.get("id") in BOILERPLATE_IDS:
         return True
     classes = attrs.get("class")
     if not classes:
@@ -364,18 +370,24 @@ TABLE_CHILDREN = {
     "tfoot": frozenset(["tr", "td", "th"]),
     "tr": frozenset(["td", "th"]),
 }
-_ENTER, _EXIT, _UNWRAPPED = 0, 1, 2
 
 
 class _Open:
-    """An element being built: the element it was put in, whether it is inside ``<pre>``."""
+    """An element being built: the element it was put in, whether it is inside ``<pre>``, its tail.
 
-    __slots__ = ("container", "element", "pre")
+    ``kids`` is the element's child list and ``table`` whether it is a table-structure
+    element (text in it outside any cell is fostered): both looked up once per element.
+    """
 
-    def __init__(self, element: Element, container: Element | None, pre: bool) -> None:
+    __slots__ = ("container", "element", "kids", "pre", "table", "tail")
+
+    def __init__(self, element: Element, container: Element | None, pre: bool, tail: str | None) -> None:
         self.element = element
         self.container = container
         self.pre = pre
+        self.tail = tail
+        self.kids = element.children
+        self.table = element.tag in TABLE_CHILDREN
 
 
 def _build(lx_root: Any, boilerplate: bool) -> Element:
@@ -384,50 +396,95 @@ def _build(lx_root: Any, boilerplate: bool) -> Element:
     Iterative, in document order. As browsers do, page-supplied sentinel elements are
     unwrapped (only segmentation inserts sentinels), elements deeper than :data:`MAX_DEPTH`
     are placed at that depth, and what a table holds outside its cells goes before it.
+
+    The work stack holds lxml elements still to enter, the :class:`_Open` of each built
+    element (popped: the element is complete, so its children are tidied, then its tail
+    follows) and the tails (plain strings) of unwrapped elements. An element's children
+    can change only while it is open, so tidying it when it closes is final.
     """
-    root = Element(_tag_name(lx_root.tag), dict(lx_root.attrib) or _NO_ATTRS)
-    path = [_Open(root, None, root.tag == "pre")]
-    built: list[tuple[Element, bool]] = [(root, path[0].pre)]
+    root = Element(_tag_name(lx_root.tag), dict(lx_root.items()) or _NO_ATTRS)
+    top = _Open(root, None, root.tag == "pre", None)
+    path = [top]
     implied: set[int] = set()  # ids of the <tr> elements made for cells outside any row
+    names: dict[Any, str] = {}  # lxml tag (a string, or the Comment / PI / Entity factory) -> name, "" to skip
     _add_text(path, lx_root.text)
-    stack: list[tuple[Any, int]] = [(c, _ENTER) for c in reversed(lx_root)]
+    stack: list[Any] = list(reversed(lx_root))
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        lx, event = stack.pop()
-        if event != _ENTER:
-            if event == _EXIT:
-                path.pop()
-            _add_text(path, lx.tail)
-            continue
-        raw = lx.tag
-        tag = _tag_name(raw) if isinstance(raw, str) else ""
-        if not tag or _dropped(lx, tag, path[-1].element.tag, boilerplate):
-            _add_text(path, lx.tail)
-            continue
-        parent = path[-1].element if len(path) < MAX_DEPTH else path[MAX_DEPTH - 1].element
-        # unwrapped: page-supplied sentinels, and a form in a table (browsers empty it there)
-        unwrap = tag in SENTINELS or (tag == "form" and parent.tag in TABLE_CHILDREN)
-        stack.append((lx, _UNWRAPPED if unwrap else _EXIT))
-        stack.extend((c, _ENTER) for c in reversed(lx))
-        if unwrap:
-            _add_text(path, lx.text)
-            continue
-        e = Element(tag, dict(lx.attrib) or _NO_ATTRS)
-        container: Element | None = None
-        if tag not in TABLE_CHILDREN.get(parent.tag, (tag,)):
-            container = _foster(path, e)
-        elif tag in ("td", "th") and parent.tag != "tr":
-            container = _implied_row(parent, implied)
-            container.children.append(e)
-        if container is None:
-            container = parent
-            container.children.append(e)
-        opened = _Open(e, container, path[-1].pre or tag == "pre")
-        path.append(opened)
-        built.append((e, opened.pre))
-        _add_text(path, lx.text)
-    for e, pre in built:
-        e.children = _tidy(e.children, pre or e.tag in INLINE_TAGS)
+        item = pop()
+        kind = item.__class__
+        if kind is _Open:  # an element ends
+            path.pop()
+            e = item.element
+            e.children = _tidy(item.kids, item.pre or e.tag in INLINE_TAGS)
+            top = path[-1]
+            text = item.tail
+        elif kind is str:  # the tail of an unwrapped element
+            text = item
+        else:
+            lx = item
+            raw = lx.tag
+            tag = names.get(raw)
+            if tag is None:
+                tag = names[raw] = _tag_name(raw) if isinstance(raw, str) else ""
+            items = lx.items() if tag else None
+            attrs = dict(items) if items else _NO_ATTRS
+            if (
+                not tag
+                or tag in DROP_TAGS
+                or (top.element.tag == "head" and tag != "title")
+                or (boilerplate and tag in BOILERPLATE_TAGS)
+                or (attrs and _dropped_by_attrs(tag, attrs, boilerplate))
+            ):  # cleaned away (module docstring)
+                text = lx.tail
+            else:
+                parent = top.element if len(path) < MAX_DEPTH else path[MAX_DEPTH - 1].element
+                # unwrapped: page-supplied sentinels, and a form in a table (browsers empty it there)
+                if tag in SENTINELS or (tag == "form" and parent.tag in TABLE_CHILDREN):
+                    tail = lx.tail
+                    if tail:
+                        push(tail)
+                    extend(reversed(lx))
+                    text = lx.text
+                elif len(lx) or tag in TABLE_CHILDREN:
+                    e = Element(tag, attrs)
+                    top = _Open(e, _place(path, parent, e, implied), top.pre or tag == "pre", lx.tail)
+                    path.append(top)
+                    push(top)
+                    extend(reversed(lx))
+                    text = lx.text
+                else:  # a childless element, opened and closed at once: its text is its one child
+                    e = Element(tag, attrs)
+                    if parent.tag in TABLE_CHILDREN or tag == "td" or tag == "th":
+                        _place(path, parent, e, implied)
+                    else:  # _place, inlined for the common case
+                        parent.children.append(e)
+                    text = lx.text
+                    if text and (not text.isspace() or top.pre or tag == "pre" or tag in INLINE_TAGS):
+                        e.children.append(text)  # as _tidy leaves it
+                    text = lx.tail
+        if text:  # _add_text, inlined for the common case
+            if top.table and text.strip() and _foster(path, text) is not None:
+                continue
+            top.kids.append(text)
+    root.children = _tidy(root.children, path[0].pre or root.tag in INLINE_TAGS)
     return root
+
+
+def _place(path: list[_Open], parent: Element, e: Element, implied: set[int]) -> Element:
+    """Append ``e`` to ``parent`` (fostered before a table, or into an implied row, as browsers do); where it went."""
+    tag = e.tag
+    allowed = TABLE_CHILDREN.get(parent.tag)
+    if allowed is not None and tag not in allowed:
+        container = _foster(path, e)
+        if container is not None:
+            return container
+    elif (tag == "td" or tag == "th") and parent.tag != "tr":
+        row = _implied_row(parent, implied)
+        row.children.append(e)
+        return row
+    parent.children.append(e)
+    return parent
 
 
 def _implied_row(group: Element, implied: set[int]) -> Element:
@@ -462,27 +519,42 @@ def _foster(path: list[_Open], node: Element | str) -> Element | None:
     return None
 
 
-def _is_inline(node: Element | str) -> bool:
-    return isinstance(node, str) or node.tag in INLINE_TAGS
-
-
 def _tidy(kids: list[Element | str], keep_space: bool) -> list[Element | str]:
-    """Merge adjacent strings; keep whitespace-only strings between inline siblings, in pre and inline elements."""
+    """Merge adjacent strings; keep whitespace-only strings between inline siblings, in pre and inline elements.
+
+    Children are :class:`Element` or ``str``; the list is returned as is when nothing changes.
+    """
+    if len(kids) < 2:
+        if kids and not keep_space and _blank(kids[0]):
+            return []
+        return kids
     merged: list[Element | str] = []
+    after_text = False
     for k in kids:
-        if isinstance(k, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += k
+        if isinstance(k, str) and after_text:
+            merged[-1] += k  # type: ignore[operator]  # merged[-1] is a string: it came just before
         else:
             merged.append(k)
+            after_text = isinstance(k, str)
     if keep_space:
         return merged
     out: list[Element | str] = []
+    last = len(merged) - 1
     for n, k in enumerate(merged):
-        between_inline = 0 < n < len(merged) - 1 and _is_inline(merged[n - 1]) and _is_inline(merged[n + 1])
-        if isinstance(k, str) and not k.strip() and not between_inline:
-            continue
+        blank = isinstance(k, str) and (not k or k.isspace())
+        if blank and not (0 < n < last and _inline(merged[n - 1]) and _inline(merged[n + 1])):
+            continue  # (merged strings are never adjacent: the neighbours of a string are elements)
         out.append(k)
     return out
+
+
+def _blank(node: Element | str) -> bool:
+    """Whether ``node`` is a whitespace-only string (children strings are never empty)."""
+    return isinstance(node, str) and (not node or node.isspace())
+
+
+def _inline(node: Element | str) -> bool:
+    return isinstance(node, str) or node.tag in INLINE_TAGS
 
 
 _XML_NAME = re.compile(r"[A-Za-z_][-A-Za-z0-9_.]*\Z")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path as FsPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # nltk loads in seconds: imported on first segmentation, not with spire_core
     from nltk.tokenize.punkt import PunktSentenceTokenizer
@@ -103,13 +103,24 @@ def tokenizer(language: str = "english") -> PunktSentenceTokenizer:
     return PunktSentenceTokenizer(params)
 
 
+@lru_cache(maxsize=4)
+def _candidates(language: str) -> Any:
+    """The pattern of Punkt's candidate sentence breaks (its period contexts) for ``language``."""
+    return tokenizer(language)._lang_vars.period_context_re()
+
+
 def _lines(file: FsPath) -> list[str]:
     return [line for line in file.read_text(encoding="utf-8").splitlines() if line]
 
 
 def sentence_spans(text: str, language: str = "english") -> list[tuple[int, int]]:
     """Character spans of the sentences of ``text``; together they cover every non-space character."""
-    spans = list(tokenizer(language).span_tokenize(text))
+    punkt = tokenizer(language)  # (raises ValueError for a language that does not ship)
+    if ("." not in text and "?" not in text and "!" not in text) or _candidates(language).search(text) is None:
+        # Punkt breaks only at a match of its candidate pattern (a sentence-end character
+        # followed by punctuation or by a word): without one the text is one sentence (or none)
+        return [(len(text) - len(text.lstrip()), len(text.rstrip()))] if text.strip() else []
+    spans = list(punkt.span_tokenize(text))
     out: list[tuple[int, int]] = []
     covered = 0
     for start, end in spans:

@@ -235,8 +235,27 @@ class _Renderer:
                 parts.append(" ")
         return _WS.sub(" ", "".join(parts)).strip()
 
+    def code_text(self, i: int) -> str:
+        """The kept text of the ``pre`` at ``i``: a ``<br>`` is a line break, and so are the
+        start and end of a block element inside it (as a browser lays them out)."""
+        doc, parts = self.doc, []
+        blocks: list[int] = []  # subtree ends of the open block elements
+        for j in self.kept_in(i):
+            while blocks and blocks[-1] <= j:
+                blocks.pop()
+                parts.append("\n")
+            tag = doc.tag[j]
+            if tag is None:
+                parts.append(self.inline(j))
+            elif tag == "br":
+                parts.append("\n")
+            elif tag not in INLINE_TAGS and tag not in SENTINELS:
+                parts.append("\n")
+                blocks.append(doc.end[j])
+        return "".join(parts)
+
     def pre(self, i: int) -> None:
-        code = "".join(self.inline(j) for j in self.kept_in(i) if self.doc.tag[j] is None).strip("\n")
+        code = self.code_text(i).strip("\n")
         if not code.strip():
             return
         lead = "".join(self.prefix)

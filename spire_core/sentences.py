@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .document import HEADING_LEVELS, INLINE_TAGS, SENTENCE_BEG, SENTENCE_END, Document, Element, Memo, Path, gc_paused
@@ -132,65 +132,118 @@ def segment(root: Element, split: Splitter = sentence_spans) -> None:
         block = blocks.pop()
         if block.tag == "head":
             continue
-        run: list[int] = []
-        for k, child in enumerate(list(block.children)):
+        kids = block.children
+        runs: list[tuple[int, int]] = []  # [start, stop) of each stretch of inline children
+        start = -1
+        for k, child in enumerate(kids):
             if isinstance(child, str) or child.tag in INLINE_TAGS:
-                run.append(k)
+                if start < 0:
+                    start = k
             else:
+                if start >= 0:
+                    runs.append((start, k))
+                    start = -1
                 blocks.append(child)
+        if start >= 0:
+            runs.append((start, len(kids)))
         # process runs from the last so that earlier child positions stay valid
-        for start, stop in reversed(_runs(run)):
+        for start, stop in reversed(runs):
             _segment_run(block, start, stop, split, blocks)
 
 
-def _runs(positions: list[int]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for k in positions:
-        if out and out[-1][1] == k:
-            out[-1] = (out[-1][0], k + 1)
-        else:
-            out.append((k, k + 1))
-    return out
-
-
-# A leaf is addressed by the chain of (container, position) from the block down.
-_Chain = list[tuple[Element, int]]
+# A leaf is addressed by (container, position, address of the container): the address of
+# the container is ``None`` for the block itself, else that of the inline element it is.
+_Leaf = tuple[Element, int, "_Leaf | None"]
 
 
 def _segment_run(block: Element, start: int, stop: int, split: Splitter, blocks: list[Element]) -> None:
-    groups: list[list[_Chain]] = [[]]
-    stack: list[tuple[Element, int, _Chain]] = [(block, k, []) for k in range(stop - 1, start - 1, -1)]
-    while stack:
-        parent, k, chain = stack.pop()
-        node = parent.children[k]
-        here = [*chain, (parent, k)]
-        if isinstance(node, str) or node.tag == "br":  # a <br> separates words (and sentences)
-            groups[-1].append(here)
-        elif node.tag in INLINE_TAGS:
-            stack.extend((node, j, here) for j in range(len(node.children) - 1, -1, -1))
+    """Segment the inline children ``start:stop`` of ``block``; blocks nested in them go to ``blocks``."""
+    if stop - start == 1:  # the commonest run: one text child
+        node = block.children[start]
+        if isinstance(node, str):
+            if node and not node.isspace() and not _split_text_child(block, start, node, split):
+                _segment_leaves(block, [(block, start, None)], [node], split)
+            return
+    # the leaves (and their texts) of each stretch of text between blocks nested in inline markup
+    groups: list[tuple[list[_Leaf], list[str]]] = [([], [])]
+    leaves, texts = groups[0]
+    # open containers: (the container, its remaining (position, child) pairs, its address)
+    walk: list[tuple[Element, Iterator[tuple[int, Element | str]], _Leaf | None]] = [
+        (block, enumerate(block.children[start:stop], start), None)
+    ]
+    while walk:
+        container, kids, up = walk[-1]
+        for k, node in kids:
+            if isinstance(node, str):
+                leaves.append((container, k, up))
+                texts.append(node)
+            elif node.tag == "br":  # a <br> separates words (and sentences)
+                leaves.append((container, k, up))
+                texts.append("\n")  # a <br> reads as a line break
+            elif node.tag in INLINE_TAGS:
+                if node.children:
+                    walk.append((node, enumerate(node.children), (container, k, up)))
+                    break
+            else:
+                blocks.append(node)  # a block inside inline markup is segmented on its own
+                leaves, texts = [], []  # and ends the text before it: sentences never nest
+                groups.append((leaves, texts))
         else:
-            blocks.append(node)  # a block inside inline markup is segmented on its own
-            groups.append([])  # and ends the text before it: sentences never nest
-    for leaves in reversed(groups):  # last first, so that earlier chains stay valid
-        _segment_leaves(block, leaves, split)
+            walk.pop()
+    for leaves, texts in reversed(groups):  # last first, so that earlier leaves stay valid
+        if leaves:
+            _segment_leaves(block, leaves, texts, split)
 
 
-def _segment_leaves(block: Element, leaves: list[_Chain], split: Splitter) -> None:
-    texts = [_leaf(chain) for chain in leaves]
-    text = "".join(texts)
-    if not text.strip():
+def _split_text_child(block: Element, k: int, text: str, split: Splitter) -> bool:
+    """Segment ``text``, the child at ``k`` of ``block`` and a run by itself, in one splice.
+
+    Done when the boundaries are strictly increasing offsets within the text (what
+    :func:`_segment_leaves` then does, one :func:`_insert` at a time); otherwise nothing is
+    changed and False is returned.
+    """
+    if block.tag in UNSPLIT_TAGS:
+        spans = [(len(text) - len(text.lstrip()), len(text.rstrip()))]
+    else:
+        spans = split(text)
+    pieces: list[Element | str] = []
+    at = 0  # text before ``at`` is placed
+    for b, e in spans:
+        if not at <= b < e <= len(text) or (b == at and pieces):
+            return False
+        if b > at:
+            pieces.append(text[at:b])
+        pieces.append(Element(SENTENCE_BEG, {}))
+        pieces.append(text[b:e])
+        pieces.append(Element(SENTENCE_END, {}))
+        at = e
+    if at < len(text):
+        pieces.append(text[at:])
+    block.children[k : k + 1] = pieces
+    return True
+
+
+def _segment_leaves(block: Element, leaves: list[_Leaf], texts: list[str], split: Splitter) -> None:
+    text = texts[0] if len(texts) == 1 else "".join(texts)
+    if not text or text.isspace():
         return
     if block.tag in UNSPLIT_TAGS:
         spans = [(len(text) - len(text.lstrip()), len(text.rstrip()))]
     else:
         spans = split(text)
+    events = [(b, 1) for b, _ in spans] + [(e, 0) for _, e in spans]
+    events.sort(reverse=True)  # last boundary first
+    if len(leaves) == 1:  # every offset is in the one leaf
+        leaf = leaves[0]
+        for off, is_beg in events:
+            _insert(leaf, off, SENTENCE_BEG if is_beg else SENTENCE_END)
+        return
     starts: list[int] = []
     offset = 0
     for t in texts:
         starts.append(offset)
         offset += len(t)
-    events = [(b, 1) for b, _ in spans] + [(e, 0) for _, e in spans]
-    for off, is_beg in sorted(events, reverse=True):  # last boundary first
+    for off, is_beg in events:
         if is_beg:
             j = bisect_right(starts, off) - 1
         else:
@@ -198,27 +251,25 @@ def _segment_leaves(block: Element, leaves: list[_Chain], split: Splitter) -> No
         _insert(leaves[j], off - starts[j], SENTENCE_BEG if is_beg else SENTENCE_END)
 
 
-def _leaf(chain: _Chain) -> str:
-    parent, k = chain[-1]
-    node = parent.children[k]
-    return node if isinstance(node, str) else "\n"  # a <br> reads as a line break
-
-
-def _insert(chain: _Chain, offset: int, tag: str) -> None:
-    parent, k = chain[-1]
-    s = _leaf(chain)
+def _insert(leaf: _Leaf, offset: int, tag: str) -> None:
+    """Insert a ``tag`` sentinel at ``offset`` in ``leaf``: split there, else beside it, out of inline edges."""
+    container, pos, up = leaf
+    kids = container.children
+    node = kids[pos]
+    s = node if isinstance(node, str) else "\n"  # a <br> reads as a line break
     sentinel = Element(tag, {})
     if 0 < offset < len(s):
-        parent.children[k : k + 1] = [s[:offset], sentinel, s[offset:]]
+        kids[pos : pos + 1] = [s[:offset], sentinel, s[offset:]]
         return
     at_start = offset == 0
-    depth = len(chain) - 1
-    pos = k if at_start else k + 1
+    if not at_start:
+        pos += 1
     # hoist out of inline elements whose edge the boundary sits on
-    while depth > 0:
-        container = chain[depth][0]
-        if (at_start and pos != 0) or (not at_start and pos != len(container.children)):
+    while up is not None:
+        if (at_start and pos != 0) or (not at_start and pos != len(kids)):
             break
-        depth -= 1
-        pos = chain[depth][1] + (0 if at_start else 1)
-    chain[depth][0].children.insert(pos, sentinel)
+        container, pos, up = up
+        kids = container.children
+        if not at_start:
+            pos += 1
+    kids.insert(pos, sentinel)

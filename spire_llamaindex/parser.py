@@ -108,9 +108,8 @@ class SpireNodeParser(NodeParser):
                 max_bytes=self.max_bytes,
                 boilerplate=self.boilerplate,
             )
-        except SpireError as err:
-            log.error("SpireNodeParser: %s", err)
-            raise
+        except SpireError:
+            raise  # it names the page; bulk callers report it once (update_index(errors="skip"))
         except Exception as err:
             err.add_note(f"while parsing document {doc_id!r}")
             raise

@@ -293,3 +293,10 @@ def test_golden_pages_have_titles(example_pages: FsPath) -> None:
     }
     for page in GOLDEN_CASES:
         assert len(sentences(parse_html((example_pages / page).read_bytes()))) > 100
+
+
+def test_line_breaks_and_blocks_inside_pre_are_line_breaks_in_the_fence() -> None:
+    """A <br> in code, and a block element inside <pre>, start a new line (no words welded together)."""
+    doc = parse_html("<pre>alpha beta<h2>3.5.<br>Dr. Smith costs.</h2>x<br>y</pre>")
+    shown = render(doc, frozenset(doc.paths()))
+    assert shown == "```\nalpha beta\n3.5.\nDr. Smith costs.\nx\ny\n```"

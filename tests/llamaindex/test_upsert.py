@@ -99,3 +99,14 @@ def test_ingestion_pipeline_upserts(embed_model: BaseEmbedding) -> None:
     assert pipeline.docstore is not None
     nodes = SpireRetriever(index, pipeline.docstore, budget=300).retrieve(QUERY)
     assert "seventy megabytes" in texts(nodes) and "forty" not in texts(nodes)
+
+
+def test_a_page_that_fails_to_parse_is_reported_once(embed_model: BaseEmbedding, caplog: Any) -> None:
+    """update_index(errors="skip") reports the page in its result; the parser does not log it again."""
+    index = build_index([], embed_model=embed_model)
+    good = Document(text="<p>The pool opens at nine.</p>", id_="good.html")
+    binary = Document(text="%PDF-1.7\n\x00\x01\x02\x03 obj stream \x00\x00", id_="report.pdf.html")
+    with caplog.at_level("DEBUG"):
+        report = update_index(index, [good, binary], errors="skip")
+    assert report.added == ["good.html"] and list(report.failed) == ["report.pdf.html"]
+    assert not [r for r in caplog.records if "report.pdf.html" in r.getMessage()]
