@@ -158,7 +158,9 @@ def query_latency(store: Path, questions: Sequence[str]) -> dict[str, Any]:
     from spire_llamaindex.store import load_store
 
     opened = load_store(store)
-    retriever = opened.retriever()
+    # warm caches: every page of the store stays parsed (the default LRU of 64 pages would
+    # re-parse some on almost every question of a 140-page store, measuring parsing instead)
+    retriever = opened.retriever(cache_size=max(64, len(opened.manifest.get("documents", ()))))
     embed = opened.index._embed_model
     vectors = [embed.get_query_embedding(q) for q in questions]
     retriever.retrieve(QueryBundle(questions[0], embedding=vectors[0]))  # warm: parse caches, lazy imports

@@ -84,6 +84,26 @@ _OwnKey = tuple[Policy, str, frozenset[int]]
 _OWN: Memo[LRU[_OwnKey, tuple[frozenset[int], str]]] = Memo(lambda doc: LRU(OWN_MEMO_SIZE))
 
 
+#: Seed path sets whose node indices are memoised per document (least recently used forgotten).
+INDICES_MEMO_SIZE = 8192
+_INDICES: Memo[LRU[frozenset[Path], tuple[set[int], frozenset[int]]]] = Memo(lambda doc: LRU(INDICES_MEMO_SIZE))
+
+
+def seed_indices(doc: Document, paths: frozenset[Path]) -> tuple[set[int], frozenset[int]]:
+    """``doc.indices(paths)`` (never to be mutated: it is shared) and the same indices frozen, memoised per
+    document: the same units come back query after query. Raises :class:`UnknownPathError` as ``indices`` does."""
+    memo = _INDICES(doc)
+    got = memo.get(paths)
+    if got is None:
+        seed = doc.indices(paths)
+        got = memo[paths] = (seed, frozenset(seed))
+    return got
+
+
+#: The words (:func:`spire_core.passages.expand`'s ``order="overlap"``) of member sentences, per document.
+MEMBER_WORDS: Memo[LRU[frozenset[Path], set[str]]] = Memo(lambda doc: LRU(INDICES_MEMO_SIZE))
+
+
 class _Admission:
     def __init__(self, documents: Documents, budget: int, size: SizeFn, policy: Policy, fmt: Fmt) -> None:
         self.get = document_lookup(documents)
@@ -105,7 +125,7 @@ class _Admission:
         group = self.groups.get(hit.doc_id)
         doc = group.doc if group else self.get(hit.doc_id)
         try:
-            seed = doc.indices(hit.paths)
+            seed, frozen = seed_indices(doc, hit.paths)
         except UnknownPathError as err:
             log.warning("hit skipped: %s (index out of date with the document?)", err)
             return
@@ -117,7 +137,7 @@ class _Admission:
                 return
         # a policy is a closure under per-node contributions, so the closure of a union is
         # the union of the closures: the group's context is never re-closed
-        own, own_text = self.own(doc, seed)
+        own, own_text = self.own(doc, seed, frozen)
         if own <= group.context:
             context, text, cost = group.context, group.text, group.cost
         elif not group.context:
@@ -134,10 +154,10 @@ class _Admission:
         group.citations.append(Citation(hit.doc_id, hit.paths, own_text, hit.score))
         self.groups.setdefault(hit.doc_id, group)
 
-    def own(self, doc: Document, seed: set[int]) -> tuple[frozenset[int], str]:
-        """A seed's own global context and its rendering, memoised per document."""
+    def own(self, doc: Document, seed: set[int], frozen: frozenset[int]) -> tuple[frozenset[int], str]:
+        """A seed's own global context and its rendering, memoised per document (``frozen``: the seed, hashable)."""
         memo = _OWN(doc)
-        key = (self.policy, self.fmt, frozenset(seed))
+        key = (self.policy, self.fmt, frozen)
         got = memo.get(key)
         if got is None:
             closed = frozenset(self.policy.indices(doc, seed))

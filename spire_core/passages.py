@@ -184,6 +184,8 @@ def expand(
     hold, so a budget that admits only part of a passage admits its best sentences first.
     A member listed by several hits keeps its first (best) place.
     """
+    from .aggregate import MEMBER_WORDS  # a member's words, memoised per page: units recur query after query
+
     if order not in MEMBER_ORDERS:
         raise ValueError(f"order must be one of {MEMBER_ORDERS}, not {order!r}")
     terms: set[str] = set()
@@ -201,8 +203,14 @@ def expand(
         members = list(hit.members)
         if get is not None and terms:
             doc = get(hit.doc_id)
+            words = MEMBER_WORDS(doc)
+            overlap: dict[frozenset[Path], int] = {}
             try:
-                overlap = {m: len(terms & _words(_own_text(doc, m))) for m in members}
+                for m in members:
+                    found = words.get(m)
+                    if found is None:
+                        found = words[m] = _words(_own_text(doc, m))
+                    overlap[m] = len(terms & found)
             except UnknownPathError:  # an index out of date with its page: aggregate skips (and logs) it
                 overlap = dict.fromkeys(members, 0)
             members.sort(key=lambda m: -overlap[m])  # stable: document order among ties

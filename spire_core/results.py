@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from .aggregate import Documents, Subdocument, document_lookup
@@ -82,13 +83,28 @@ def unit_metadata(
     return meta
 
 
+#: Encoded path sets decoded per process (least recently used forgotten): a search returns the
+#: same units query after query, and decoding one costs more than the rest of its hit's handling.
+DECODED_MEMO_SIZE = 8192
+
+
+@lru_cache(maxsize=DECODED_MEMO_SIZE)
+def _decoded(text: str) -> frozenset[Path]:
+    return decode_paths(text)  # immutable, so one decoded set serves every hit on the unit
+
+
+@lru_cache(maxsize=DECODED_MEMO_SIZE)
+def _members(paths: frozenset[Path], members: str) -> tuple[frozenset[Path], ...]:
+    return decode_members(paths, members)
+
+
 def members_of(metadata: Mapping[str, Any], paths: frozenset[Path]) -> tuple[frozenset[Path], ...]:
     """The sentence path sets a hit on a unit with seed ``paths`` cites: a passage's members, else ``(paths,)``.
 
     Raises :class:`~spire_core.PathFormatError` when the member counts do not split ``paths``.
     """
     members = metadata.get(MEMBERS)
-    return decode_members(paths, members) if isinstance(members, str) and members else (paths,)
+    return _members(paths, members) if isinstance(members, str) and members else (paths,)
 
 
 def unit_of(metadata: Mapping[str, Any]) -> tuple[str, frozenset[Path]] | None:
@@ -99,7 +115,7 @@ def unit_of(metadata: Mapping[str, Any]) -> tuple[str, frozenset[Path]] | None:
     doc_id, paths = metadata.get(DOC_ID), metadata.get(PATHS)
     if not isinstance(doc_id, str) or not isinstance(paths, str):
         return None
-    return doc_id, decode_paths(paths)
+    return doc_id, _decoded(paths)
 
 
 def to_metadata(sub: Subdocument) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from spire_core import (
     to_metadata,
     unit_id,
 )
-from spire_core.aggregate import aggregation_pool
+from spire_core.aggregate import aggregation_pool, seed_indices
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
 from spire_core.passages import PassageHit, expand
 from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, members_of, unit_of, user_metadata
@@ -363,7 +363,7 @@ class SpireRetriever(BaseRetriever):
             if doc_id in call.missing:
                 continue
             try:
-                documents(doc_id).indices(paths)
+                seed_indices(documents(doc_id), paths)  # memoised per page: units recur across queries
             except MissingSourceError:
                 call.missing.add(doc_id)
                 continue

@@ -144,7 +144,9 @@ def read_manifest(store: str | Path) -> dict[str, Any]:
 def _vector_store(path: Path) -> SimpleVectorStore:
     """The persisted SimpleVectorStore, read with plain ``json`` (LlamaIndex's own loader decodes
     every float through ``dataclasses_json``: ~10 s for a few thousand vectors)."""
-    from llama_index.core.vector_stores.simple import SimpleVectorStore, SimpleVectorStoreData
+    from llama_index.core.vector_stores.simple import SimpleVectorStoreData
+
+    from .array_store import ArrayVectorStore  # the same store, searched as one matrix
 
     file = path / VECTOR_STORE_FILE
     try:
@@ -153,7 +155,7 @@ def _vector_store(path: Path) -> SimpleVectorStore:
         raise StoreError(f"the store at {str(path)!r} has no {VECTOR_STORE_FILE}: run `spire index` again") from None
     except ValueError as err:
         raise StoreError(f"{str(file)!r} is not valid JSON: {err}") from None
-    return SimpleVectorStore(
+    return ArrayVectorStore(
         data=SimpleVectorStoreData(
             embedding_dict=data.get("embedding_dict", {}),
             text_id_to_ref_doc_id=data.get("text_id_to_ref_doc_id", {}),

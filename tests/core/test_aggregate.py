@@ -241,12 +241,22 @@ def test_cost_keyword_is_deprecated_but_still_works() -> None:
     assert sum(r.cost for r in by_size) == sum(len(r.text) for r in by_size)  # the size function was used
 
 
-def test_own_context_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_per_page_memos_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(aggregate_module, "OWN_MEMO_SIZE", 3)
     doc = parse_html(FOO, doc_id="foo")
     hits = [Hit("foo", frozenset({p}), 1.0) for p in doc.paths()]
     assert len(hits) > 3
-    before = set(doc.memos)
+    monkeypatch.setattr(aggregate_module, "INDICES_MEMO_SIZE", 2)
     aggregate(hits, documents={"foo": doc}, budget=10_000)
-    [own] = [doc.memos[m] for m in set(doc.memos) - before if isinstance(doc.memos[m], LRU)]
-    assert len(own) == 3
+    own, indices = doc.memos[aggregate_module._OWN], doc.memos[aggregate_module._INDICES]
+    assert isinstance(own, LRU) and isinstance(indices, LRU)
+    assert len(own) == 3 and len(indices) == 2
+
+
+def test_memoised_aggregation_delivers_what_a_fresh_page_does() -> None:
+    doc = parse_html(FOO, doc_id="foo")
+    hits = [Hit("foo", frozenset({p}), 1.0 - i / 100) for i, p in enumerate(doc.paths())]
+    first = aggregate(hits, documents={"foo": doc}, budget=60)
+    again = aggregate(hits, documents={"foo": doc}, budget=60)  # every seed's indices and context memoised now
+    fresh = aggregate(hits, documents={"foo": parse_html(FOO, doc_id="foo")}, budget=60)
+    assert first == again == fresh
