@@ -379,15 +379,29 @@ class _Open:
     element (text in it outside any cell is fostered): both looked up once per element.
     """
 
-    __slots__ = ("container", "element", "kids", "pre", "table", "tail")
+    __slots__ = ("container", "element", "kids", "pre", "source", "table", "tail")
 
-    def __init__(self, element: Element, container: Element | None, pre: bool, tail: str | None) -> None:
+    def __init__(
+        self, element: Element, container: Element | None, pre: bool, tail: str | None, source: Any = None
+    ) -> None:
         self.element = element
+        #: the lxml element, kept alive while it is open: freeing an lxml proxy walks up its
+        #: ancestors looking for live proxies, which turns a deep page quadratic without them
+        self.source = source
         self.container = container
         self.pre = pre
         self.tail = tail
         self.kids = element.children
         self.table = element.tag in TABLE_CHILDREN
+
+
+class _Unwrapped:
+    """On the work stack: the end of an unwrapped element (its lxml element, kept alive as in :class:`_Open`)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
 
 
 def _build(lx_root: Any, boilerplate: bool) -> Element:
@@ -399,7 +413,7 @@ def _build(lx_root: Any, boilerplate: bool) -> Element:
 
     The work stack holds lxml elements still to enter, the :class:`_Open` of each built
     element (popped: the element is complete, so its children are tidied, then its tail
-    follows) and the tails (plain strings) of unwrapped elements. An element's children
+    follows) and the :class:`_Unwrapped` end of each unwrapped element. An element's children
     can change only while it is open, so tidying it when it closes is final.
     """
     root = Element(_tag_name(lx_root.tag), dict(lx_root.items()) or _NO_ATTRS)
@@ -419,8 +433,8 @@ def _build(lx_root: Any, boilerplate: bool) -> Element:
             e.children = _tidy(item.kids, item.pre or e.tag in INLINE_TAGS)
             top = path[-1]
             text = item.tail
-        elif kind is str:  # the tail of an unwrapped element
-            text = item
+        elif kind is _Unwrapped:  # an unwrapped element ends: its tail follows
+            text = item.source.tail
         else:
             lx = item
             raw = lx.tag
@@ -441,14 +455,12 @@ def _build(lx_root: Any, boilerplate: bool) -> Element:
                 parent = top.element if len(path) < MAX_DEPTH else path[MAX_DEPTH - 1].element
                 # unwrapped: page-supplied sentinels, and a form in a table (browsers empty it there)
                 if tag in SENTINELS or (tag == "form" and parent.tag in TABLE_CHILDREN):
-                    tail = lx.tail
-                    if tail:
-                        push(tail)
+                    push(_Unwrapped(lx))
                     extend(reversed(lx))
                     text = lx.text
                 elif len(lx) or tag in TABLE_CHILDREN:
                     e = Element(tag, attrs)
-                    top = _Open(e, _place(path, parent, e, implied), top.pre or tag == "pre", lx.tail)
+                    top = _Open(e, _place(path, parent, e, implied), top.pre or tag == "pre", lx.tail, lx)
                     path.append(top)
                     push(top)
                     extend(reversed(lx))
