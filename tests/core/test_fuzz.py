@@ -34,12 +34,12 @@ def test_hostile_pages_raise_only_spire_errors_hold_invariants_and_finish(first:
     for seed in range(first, first + CHUNK):
         page = hostile_page(random.Random(seed), MAX_CHARS)
         assert len(page) < 100_000
-        start = time.perf_counter()
+        start = time.process_time()
         try:
             outcome = exercise(page)
         except Exception as err:
             raise AssertionError(f"seed {seed}: {type(err).__name__}: {err}") from err
-        took = time.perf_counter() - start
+        took = time.process_time() - start
         assert took < LIMIT_S, f"seed {seed}: {took:.2f} s for {len(page)} chars"
         assert outcome == "ok" or outcome.endswith("Error"), outcome
 
