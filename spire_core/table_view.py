@@ -15,8 +15,8 @@ the budget is full.
 
 Which tables: the seed ranking finds a page, and often a table on it, but among a page's
 tables it favours those sharing the question's topic words (the page title, a column
-label everywhere) over the one holding the row the question names ("after omega race",
-"developed by frog city", "a peak position of 45 and 24"). So the tables are ranked by
+label everywhere) over the one holding the row the question names ("the film after
+<title>", "the team coached by <name>"). So the tables are ranked by
 what the question names in them, weighted by rarity among the candidate tables
 (:class:`_Lexicon`): its column labels, caption and headings, plus its best row (whole
 words, those naming the table or its columns left out), then whether seeds were admitted

@@ -103,15 +103,12 @@ def inherited(
     ``compute(doc, i)`` gives the contribution of a ``special`` node.
     """
     memo = memo_slot(doc)
-    value = memo.get(node)
-    if value is not None:
-        return value
     chain: list[int] = []
     i = node
     tags, parents = doc.tag, doc.parent
     while True:
         if i < 0:
-            value = ()
+            value: tuple[int, ...] = ()
             break
         known = memo.get(i)
         if known is not None:
