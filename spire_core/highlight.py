@@ -41,6 +41,8 @@ _URL_ATTRS = frozenset(
     ["href", "src", "action", "poster", "background", "cite", "data", "srcset", "ping", "lowsrc", "dynsrc", "longdesc"]
 )
 _SAFE_SCHEMES = frozenset(["http", "https", "mailto", "tel", "ftp"])
+#: Schemes that run code: dropped from every attribute, whatever its name.
+_SCRIPT_SCHEMES = frozenset(["javascript", "vbscript", "data"])
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _URL_NOISE = re.compile(r"[\x00-\x20\x7f]+")  # browsers ignore these inside a scheme ("java\tscript:")
 
@@ -168,10 +170,13 @@ def _safe(name: str, value: str) -> bool:
     name = name.lower()
     if not _ATTR_NAME.match(name) or name.startswith("on") or name in _UNSAFE_ATTRS:
         return False
+    scheme = _SCHEME.match(_URL_NOISE.sub("", value))
+    if scheme is None:
+        return True
     if name in _URL_ATTRS or name.endswith(":href"):
-        scheme = _SCHEME.match(_URL_NOISE.sub("", value))
-        return scheme is None or scheme.group(1).lower() in _SAFE_SCHEMES
-    return True
+        return scheme.group(1).lower() in _SAFE_SCHEMES
+    # any other attribute may still be read as a URL by a script or a misspelt-attribute fixup
+    return scheme.group(1).lower() not in _SCRIPT_SCHEMES
 
 
 def _start_tag(tag: str, attrs: Mapping[str, str]) -> str:

@@ -227,6 +227,8 @@ def test_overlong_path_digits_raise_path_format_error(text: str) -> None:
         ('<p style="background:url(x)" OnMouseOver="x()">t</p>', "<p>"),
         ('<a href="https://example.org/x">t</a>', 'href="https://example.org/x"'),
         ('<a href="/rel#frag">t</a>', 'href="/rel#frag"'),
+        ('<a hrf="javascript:alert(1)" title="Note: kept">t</a>', 'title="Note: kept"'),  # any attribute
+        ('<div data-href=" vbscript:x()">t</div>', "<div>"),
     ],
 )
 def test_highlight_drops_event_handlers_styles_and_script_urls(attrs: str, kept: str) -> None:
@@ -234,7 +236,7 @@ def test_highlight_drops_event_handlers_styles_and_script_urls(attrs: str, kept:
     doc = parse_html(page, doc_id="d")
     out = highlight(page, [Citation("d", s.paths, s.text) for s in sentences(doc)], doc_id="d")
     body = out.split("</style>", 1)[1].lower()
-    for bad in ("onerror", "onclick", "onmouseover", "javascript", "data:text", "style="):
+    for bad in ("onerror", "onclick", "onmouseover", "javascript", "vbscript", "data:text", "style="):
         assert bad not in body
     assert kept in out
 
