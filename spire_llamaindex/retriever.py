@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -159,42 +158,39 @@ def _changed_under(err: RuntimeError) -> bool:
     return "changed during iteration" in str(err) or "changed size during iteration" in str(err)
 
 
-#: whether the current search dropped nodes deleted under it (per thread and per task: one
-#: retriever serves concurrent queries, so this cannot live on the instance)
-_DROPPED: ContextVar[bool] = ContextVar("spire_search_dropped", default=False)
-
-
 class _VectorSearch(VectorIndexRetriever):
     """A ``VectorIndexRetriever`` safe beside a concurrent update. A node deleted between the
     vector query and the docstore fetch (LlamaIndex's own raises ``KeyError``) is left out and
     the query is run again, as is a query that a write disturbed (``SimpleVectorStore``
     iterates a live dict): up to :data:`_QUERY_TRIES` times, then what was found is returned."""
 
+    _dropped = False
+
     def _get_nodes_with_embeddings(self, query_bundle_with_embeddings: QueryBundle) -> list[NodeWithScore]:
         for attempt in range(_QUERY_TRIES):
             last = attempt == _QUERY_TRIES - 1
-            _DROPPED.set(False)
+            self._dropped = False
             try:
                 nodes = super()._get_nodes_with_embeddings(query_bundle_with_embeddings)
             except RuntimeError as err:
                 if not _changed_under(err) or last:
                     raise
                 continue
-            if not _DROPPED.get() or last:
+            if not self._dropped or last:
                 return nodes
         raise AssertionError("unreachable")
 
     async def _aget_nodes_with_embeddings(self, query_bundle_with_embeddings: QueryBundle) -> list[NodeWithScore]:
         for attempt in range(_QUERY_TRIES):
             last = attempt == _QUERY_TRIES - 1
-            _DROPPED.set(False)
+            self._dropped = False
             try:
                 nodes = await super()._aget_nodes_with_embeddings(query_bundle_with_embeddings)
             except RuntimeError as err:
                 if not _changed_under(err) or last:
                     raise
                 continue
-            if not _DROPPED.get() or last:
+            if not self._dropped or last:
                 return nodes
         raise AssertionError("unreachable")
 
@@ -203,8 +199,7 @@ class _VectorSearch(VectorIndexRetriever):
             return super()._determine_nodes_to_fetch(query_result)
         nodes = self._index.index_struct.nodes_dict
         found = [node_id for i in query_result.ids if (node_id := nodes.get(i)) is not None]
-        if len(found) < len(query_result.ids):
-            _DROPPED.set(True)
+        self._dropped = self._dropped or len(found) < len(query_result.ids)
         return found
 
     def _insert_fetched_nodes_into_query_result(
@@ -220,8 +215,7 @@ class _VectorSearch(VectorIndexRetriever):
             node = by_id.get(str(nodes_dict.get(i)))
             if node is not None:  # else deleted meanwhile: skipped
                 kept.append((i, node, similarities[k] if similarities is not None else None))
-        if len(kept) < len(query_result.ids):
-            _DROPPED.set(True)
+        self._dropped = self._dropped or len(kept) < len(query_result.ids)
         query_result.ids = [i for i, _, _ in kept]
         if similarities is not None:
             query_result.similarities = [s for _, _, s in kept if s is not None]
