@@ -80,8 +80,19 @@ class _Group:
 
 #: Seeds whose own context and rendering are memoised per document (least recently used forgotten).
 OWN_MEMO_SIZE = 4096
-_OwnKey = tuple[Policy, str, frozenset[int]]
-_OWN: Memo[LRU[_OwnKey, tuple[frozenset[int], str]]] = Memo(lambda doc: LRU(OWN_MEMO_SIZE))
+_OWN: Memo[LRU[tuple[Policy, str, frozenset[int]], str]] = Memo(lambda doc: LRU(OWN_MEMO_SIZE))
+_CLOSED: Memo[LRU[tuple[Policy, frozenset[int]], frozenset[int]]] = Memo(lambda doc: LRU(OWN_MEMO_SIZE))
+
+
+def own_context(doc: Document, policy: Policy, seed: frozenset[int]) -> frozenset[int]:
+    """``policy.indices(doc, seed)``, memoised per document. A policy is a closure under per-node
+    contributions, so the context of a union of seeds is the union of their own contexts."""
+    memo = _CLOSED(doc)
+    key = (policy, seed)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = frozenset(policy.indices(doc, seed))
+    return got
 
 
 #: Seed path sets whose node indices are memoised per document (least recently used forgotten).
@@ -116,6 +127,48 @@ class _Admission:
         self.total = 0
         self.tried = 0
 
+    def offer_run(self, hits: Sequence[Hit]) -> None:
+        """Consecutive hits of one document (a passage's members): admitted together when they all
+        fit, with one rendering of their union; else offered one by one. A rendering only grows
+        with its path set, so both ways admit the same hits."""
+        if len(hits) < 2 or not self._admit_all(hits):
+            for hit in hits:
+                self.offer(hit)
+
+    def _admit_all(self, hits: Sequence[Hit]) -> bool:
+        doc_id = hits[0].doc_id
+        keys = [(doc_id, hit.paths) for hit in hits]
+        if len(set(keys)) < len(keys) or any(key in self.seen for key in keys):
+            return False
+        group = self.groups.get(doc_id)
+        doc = group.doc if group else self.get(doc_id)
+        try:
+            frozen = [seed_indices(doc, hit.paths) for hit in hits]
+        except UnknownPathError:
+            return False  # one by one: the unknown hit is logged and skipped
+        owns = [self.own(doc, f) for _, f in frozen]
+        context = set(group.context) if group else set()
+        for own, _ in owns:
+            context |= own
+        before = group.cost if group else 0
+        if group is not None and len(context) == len(group.context):
+            text, cost = group.text, group.cost
+        else:
+            text = render_indices(doc, context, fmt=self.fmt)
+            cost = self.size(text)
+        if self.total - before + cost > self.budget:
+            return False
+        if group is None:
+            group = self.groups[doc_id] = _Group(doc, self.tried, hits[0].score)
+        self.tried += len(hits)
+        self.seen.update(keys)
+        self.total += cost - before
+        for hit, (seed, _), (_, own_text) in zip(hits, frozen, owns, strict=True):
+            group.seeds |= seed
+            group.citations.append(Citation(doc_id, hit.paths, own_text, hit.score))
+        group.context, group.text, group.cost = context, text, cost
+        return True
+
     def offer(self, hit: Hit) -> None:
         rank = self.tried
         self.tried += 1
@@ -137,7 +190,7 @@ class _Admission:
                 return
         # a policy is a closure under per-node contributions, so the closure of a union is
         # the union of the closures: the group's context is never re-closed
-        own, own_text = self.own(doc, seed, frozen)
+        own, own_text = self.own(doc, frozen)
         if own <= group.context:
             context, text, cost = group.context, group.text, group.cost
         elif not group.context:
@@ -154,15 +207,15 @@ class _Admission:
         group.citations.append(Citation(hit.doc_id, hit.paths, own_text, hit.score))
         self.groups.setdefault(hit.doc_id, group)
 
-    def own(self, doc: Document, seed: set[int], frozen: frozenset[int]) -> tuple[frozenset[int], str]:
+    def own(self, doc: Document, frozen: frozenset[int]) -> tuple[frozenset[int], str]:
         """A seed's own global context and its rendering, memoised per document (``frozen``: the seed, hashable)."""
+        closed = own_context(doc, self.policy, frozen)
         memo = _OWN(doc)
         key = (self.policy, self.fmt, frozen)
-        got = memo.get(key)
-        if got is None:
-            closed = frozenset(self.policy.indices(doc, seed))
-            got = memo[key] = (closed, render_indices(doc, closed, fmt=self.fmt))
-        return got
+        text = memo.get(key)
+        if text is None:
+            text = memo[key] = render_indices(doc, closed, fmt=self.fmt)
+        return closed, text
 
     def result(self) -> list[Subdocument]:
         ordered = sorted(self.groups.items(), key=lambda kv: kv[1].rank)
@@ -213,8 +266,12 @@ def aggregate(
     done = 0
     for _ in range(max_rounds):
         ranked = hits[:k] if isinstance(hits, Sequence) else hits(k)
-        for hit in ranked[done:]:
-            state.offer(hit)
+        fresh = ranked[done:]
+        start = 0
+        for end in range(1, len(fresh) + 1):
+            if end == len(fresh) or fresh[end].doc_id != fresh[start].doc_id:
+                state.offer_run(fresh[start:end])
+                start = end
         done = len(ranked)
         if state.total >= fill * budget or len(ranked) < k:
             break

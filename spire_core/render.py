@@ -27,6 +27,8 @@ _TIGHT = frozenset({"li", "dt", "dd"})
 _LISTS = frozenset({"ul", "ol", "menu"})
 #: ``li`` -> the number a browser shows for it
 _OL_NUMBERS: Memo[dict[int, int]] = Memo(lambda doc: {})
+#: cell -> the text of the whole cell, unmarked
+_CELL_TEXT: Memo[dict[int, str]] = Memo(lambda doc: {})
 
 
 def render(
@@ -105,6 +107,7 @@ class _Renderer:
         self.kept = kept
         self.markdown = markdown
         self.marks = marks
+        self.marked = bool(marks.opens or marks.closes or marks.after)
         self.blocks: list[_Block] = []
         self.buf: list[str] = []
         self.prefix: list[str] = []  # indentation / quote prefixes of open containers
@@ -226,14 +229,21 @@ class _Renderer:
         return self.kept[lo:hi]
 
     def cell_text(self, cell: int) -> str:
+        kept = self.kept_in(cell)
+        whole = len(kept) == self.doc.end[cell] - cell and not self.marked
+        if whole and cell in (memo := _CELL_TEXT(self.doc)):
+            return memo[cell]
         parts = []
-        for j in self.kept_in(cell):
+        for j in kept:
             tag = self.doc.tag[j]
             if tag is None:
                 parts.append(self.inline(j))
             elif tag not in INLINE_TAGS or tag in SENTINELS or tag == "br":
                 parts.append(" ")
-        return _WS.sub(" ", "".join(parts)).strip()
+        text = _WS.sub(" ", "".join(parts)).strip()
+        if whole:
+            _CELL_TEXT(self.doc)[cell] = text
+        return text
 
     def code_text(self, i: int) -> str:
         """The kept text of the ``pre`` at ``i``: a ``<br>`` is a line break, and so are the

@@ -11,7 +11,10 @@ while they fit) for the rows that matter (the admitted rows and the row holding 
 question's rarest words, their neighbours, the first and last rows, the extremes of a
 named numeric column, then the rows the question's shape points at, then the rest), as
 many as fit the views' share of the budget. Lower-ranked seeds make room for them when
-the budget is full.
+the budget is full, the lowest-scored first (a passage's members, which share its score,
+from its last admitted). A view of a table the question does not name (by a column label)
+never displaces a better-scored citation of another page: on a large corpus, a table the
+ranking merely touched would otherwise push out the page that answers.
 
 Which tables: the seed ranking finds a page, and often a table on it, but among a page's
 tables it favours those sharing the question's topic words (the page title, a column
@@ -43,14 +46,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .aggregate import Subdocument, document_lookup
+from .aggregate import Subdocument, document_lookup, own_context, seed_indices
 from .citation import Citation
 from .context import HTML, Policy, global_context
 from .context.headers import headings
 from .document import Document, Memo, Path
 from .errors import BudgetError
 from .options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
-from .render import render
+from .render import render, render_indices
 from .size import SizeFn, approx_tokens
 from .tables import CELL_TAGS, Grid, grid
 
@@ -279,7 +282,11 @@ def table_views(
         if sum(len(v) for v in views.values()) >= tables:
             break
         doc = docs[t.doc_id]
-        cells = _view_cells(doc, grid(doc, t.table), t.cells, shape, terms, lexicon, left, size, policy, fmt)
+        named = lexicon.label_weight(doc, t.table) > 0
+        room = min(left, _room(results, views, docs, None if named else t, budget, size, policy, fmt))
+        if room < MIN_VIEW:
+            continue  # what outranks the table on other pages fills the budget
+        cells = _view_cells(doc, grid(doc, t.table), t.cells, shape, terms, lexicon, room, size, policy, fmt)
         paths = doc.to_paths(i for c in cells for i in range(c, doc.end[c]))
         text = render(doc, global_context(doc, paths, policy), fmt=fmt)
         views.setdefault(t.doc_id, []).append(Citation(t.doc_id, paths, text, t.score))
@@ -289,6 +296,45 @@ def table_views(
     if not views:
         return list(results)
     return _fit(list(results), views, docs, budget, size, policy, fmt)
+
+
+def _room(
+    results: Sequence[Subdocument],
+    views: Mapping[str, list[Citation]],
+    docs: Mapping[str, Document],
+    table: _Table | None,
+    budget: int,
+    size: SizeFn,
+    policy: Policy,
+    fmt: Fmt,
+) -> int:
+    """What ``budget`` leaves for a view: it never displaces an earlier view, nor, for a ``table``
+    found by similarity alone (None: one the question names), a citation of another page scored
+    above it (on its own page, the view is preferred)."""
+    used = 0
+    for r in results:
+        kept = [
+            c
+            for c in r.citations
+            if table is not None
+            and r.doc_id != table.doc_id
+            and (c.score if c.score is not None else r.score) > table.score
+        ]
+        used += _render(docs[r.doc_id], [*kept, *views.get(r.doc_id, [])], size, policy, fmt)[2]
+    return budget - used
+
+
+def _render(
+    doc: Document, citations: Sequence[Citation], size: SizeFn, policy: Policy, fmt: Fmt
+) -> tuple[set[int], str, int]:
+    """The union of the citations' own global contexts, its rendering and its size (nothing: ``"", 0``)."""
+    context: set[int] = set()
+    for c in citations:
+        context |= own_context(doc, policy, seed_indices(doc, c.paths)[1])
+    if not context:
+        return context, "", 0
+    text = render_indices(doc, context, fmt=fmt)
+    return context, text, size(text)
 
 
 def _admitted_tables(results: Sequence[Subdocument], docs: Mapping[str, Document]) -> list[_Table]:
@@ -636,38 +682,78 @@ def _fit(
     policy: Policy,
     fmt: Fmt,
 ) -> list[Subdocument]:
-    """Merge the views into their pages' results, then drop lowest-scored seed citations while over ``budget``."""
-    base = {r.doc_id: r for r in results}
-    kept = {r.doc_id: list(r.citations) for r in results}
-    out = {d: _rebuild(r, kept[d], views.get(d, []), docs[d], size, policy, fmt) for d, r in base.items()}
+    """Merge the views into their pages' results, then drop lowest-scored seed citations while over ``budget``.
+
+    The fewest drops that fit are found by bisection over the drop order (dropping shrinks
+    every rendering), each page re-rendered once per number of its own citations dropped.
+    """
     viewed = {d: frozenset().union(*(v.paths for v in vs)) for d, vs in views.items()}
+    # lowest score first; among equal scores (a passage's members) the last admitted first
     order = sorted(
-        ((c.score if c.score is not None else r.score, r.doc_id, c) for r in results for c in r.citations),
-        key=lambda t: t[0],
+        (
+            (c.score if c.score is not None else r.score, -n, r.doc_id, c)
+            for r in results
+            for n, c in enumerate(r.citations)
+        ),
+        key=lambda t: t[:2],
     )
-    for _, doc_id, c in order:
-        if sum(r.cost for r in out.values() if r is not None) <= budget:
-            break
-        if c.paths <= viewed.get(doc_id, frozenset()):
-            continue  # the view delivers it anyway
-        kept[doc_id].remove(c)
-        out[doc_id] = _rebuild(base[doc_id], kept[doc_id], views.get(doc_id, []), docs[doc_id], size, policy, fmt)
-    return [r for r in (out[d] for d in kept) if r is not None]
+    drops = [(d, c) for _, _, d, c in order if not c.paths <= viewed.get(d, frozenset())]  # a view delivers the rest
+    pages = {
+        r.doc_id: _Page(r, views.get(r.doc_id, []), [c for d, c in drops if d == r.doc_id], docs[r.doc_id])
+        for r in results
+    }
+
+    def dropped(m: int) -> dict[str, int]:
+        counts = dict.fromkeys(pages, 0)
+        for d, _ in drops[:m]:
+            counts[d] += 1
+        return counts
+
+    def total(m: int) -> int:
+        return sum(pages[d].cost(n, size, policy, fmt) for d, n in dropped(m).items())
+
+    lo, hi = -1, len(drops)  # total(lo) > budget (lo = -1: nothing tried yet); hi fits, or is the last
+    if total(0) <= budget:
+        hi = 0
+    else:
+        lo = 0
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if total(mid) <= budget:
+                hi = mid
+            else:
+                lo = mid
+    counts = dropped(hi)
+    return [s for s in (pages[r.doc_id].result(counts[r.doc_id], size, policy, fmt) for r in results) if s]
 
 
-def _rebuild(
-    base: Subdocument,
-    citations: list[Citation],
-    views: list[Citation],
-    doc: Document,
-    size: SizeFn,
-    policy: Policy,
-    fmt: Fmt,
-) -> Subdocument | None:
-    """``base`` re-rendered for the union of ``citations`` and ``views`` (None when both are empty)."""
-    if not citations and not views:
-        return None
-    seeds: frozenset[Path] = frozenset().union(*(c.paths for c in [*citations, *views]))
-    paths = global_context(doc, seeds, policy)
-    text = render(doc, paths, fmt=fmt)
-    return replace(base, seeds=seeds, paths=paths, text=text, cost=size(text), citations=[*citations, *views])
+class _Page:
+    """One page's result with its views, and its renderings with its ``n`` lowest-scored droppable citations dropped."""
+
+    def __init__(self, base: Subdocument, views: list[Citation], drops: list[Citation], doc: Document) -> None:
+        self.base, self.views, self.drops, self.doc = base, views, drops, doc
+        self.rendered: dict[int, tuple[set[int], str, int]] = {}
+
+    def kept(self, n: int) -> list[Citation]:
+        gone = {id(c) for c in self.drops[:n]}
+        return [c for c in self.base.citations if id(c) not in gone]
+
+    def render(self, n: int, size: SizeFn, policy: Policy, fmt: Fmt) -> tuple[set[int], str, int]:
+        got = self.rendered.get(n)
+        if got is None:
+            got = self.rendered[n] = _render(self.doc, [*self.kept(n), *self.views], size, policy, fmt)
+        return got
+
+    def cost(self, n: int, size: SizeFn, policy: Policy, fmt: Fmt) -> int:
+        return self.render(n, size, policy, fmt)[2]
+
+    def result(self, n: int, size: SizeFn, policy: Policy, fmt: Fmt) -> Subdocument | None:
+        """The page's result with ``n`` citations dropped (None when nothing is left)."""
+        citations = [*self.kept(n), *self.views]
+        if not citations:
+            return None
+        context, text, cost = self.render(n, size, policy, fmt)
+        seeds: frozenset[Path] = frozenset().union(*(c.paths for c in citations))
+        return replace(
+            self.base, seeds=seeds, paths=self.doc.to_paths(context), text=text, cost=cost, citations=citations
+        )

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spire_core import (
+    HTML,
     BudgetError,
     Document,
     Hit,
@@ -229,6 +230,37 @@ def test_results_always_fit_the_budget(picks: list[int], budget: int) -> None:
     assert len({r.doc_id for r in results}) == len(results)
 
 
+
+def _one_by_one(hits: list[Hit], docs: dict[str, Document], budget: int) -> list:
+    """Admission hit by hit, with a rendering per admitted hit (what :func:`aggregate` did before runs)."""
+    state = aggregate_module._Admission(docs, budget, approx_tokens, HTML, "markdown")
+    for hit in hits:
+        state.offer(hit)
+    return state.result()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    runs=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=10**6), st.integers(min_value=1, max_value=8)),
+        min_size=1,
+        max_size=10,
+    ),
+    budget=st.integers(min_value=1, max_value=900),
+)
+def test_a_run_of_one_pages_hits_admits_what_one_by_one_admission_does(
+    runs: list[tuple[int, int]], budget: int
+) -> None:
+    """Consecutive hits of a page (a passage's members) are tried together: the same hits are admitted,
+    with the same citations, renderings and costs, as when each is tried alone."""
+    docs, units = _corpus()
+    picks = [(start + n) % len(units) for start, length in runs for n in range(length)]
+    hits = _hits(units, picks)
+    assert aggregate(hits, documents=docs, budget=budget, first_k=len(hits), max_rounds=1) == _one_by_one(
+        hits, docs, budget
+    )
+
+
 # -- options ---------------------------------------------------------------------------------
 def test_cost_keyword_is_deprecated_but_still_works() -> None:
     doc, generic, answer = _foo()
@@ -249,8 +281,9 @@ def test_per_page_memos_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(aggregate_module, "INDICES_MEMO_SIZE", 2)
     aggregate(hits, documents={"foo": doc}, budget=10_000)
     own, indices = doc.memos[aggregate_module._OWN], doc.memos[aggregate_module._INDICES]
-    assert isinstance(own, LRU) and isinstance(indices, LRU)
-    assert len(own) == 3 and len(indices) == 2
+    closed = doc.memos[aggregate_module._CLOSED]
+    assert isinstance(own, LRU) and isinstance(indices, LRU) and isinstance(closed, LRU)
+    assert len(own) == len(closed) == 3 and len(indices) == 2
 
 
 def test_memoised_aggregation_delivers_what_a_fresh_page_does() -> None:

@@ -431,3 +431,33 @@ def test_a_pipe_in_a_cell_is_escaped_and_the_table_stays_well_formed() -> None:
     view = table_views("Which operator computes the cube root?", results, docs, budget=BUDGET)[0].citations[-1]
     rows = _well_formed(view.text)
     assert ["\\|\\|/", "Cube root"] in rows and len(rows[0]) == 2
+
+
+def test_a_view_never_displaces_a_better_scored_citation_of_another_page(docs: dict[str, Document]) -> None:
+    prose = [s.paths for s in seeds(docs["notes"])]
+    race = {s.own_text: s for s in seeds(docs["race"])}
+    # the table's page ranks below the first prose sentences and above the rest
+    hits = [Hit("notes", p, 0.8 - 0.001 * k) for k, p in enumerate(prose[:12])]
+    hits += [Hit("race", race["Rider Kilo"].paths, 0.6)]
+    hits += [Hit("notes", p, 0.5 - 0.001 * k) for k, p in enumerate(prose[12:])]
+    plain = aggregate(hits, documents=docs, budget=BUDGET)
+    better = [c for r in plain for c in r.citations if r.doc_id == "notes" and (c.score or 0.0) > 0.6]
+    assert len(better) == 12
+    viewed = table_views("Which rider came before Rider Kilo?", plain, docs, budget=BUDGET)
+    kept = next(r for r in viewed if r.doc_id == "notes").citations
+    assert all(c in kept for c in better)
+    assert len(_race(viewed).citations) > 1  # the view was still delivered, in what the better prose left
+    _check_delivery(viewed, docs)
+
+
+def test_equal_scores_drop_the_last_admitted_first(docs: dict[str, Document]) -> None:
+    """A passage's members share its score and come best first: room for a view is made from its end."""
+    race = {s.own_text: s for s in seeds(docs["race"])}
+    hits = [Hit("race", race["Rider Kilo"].paths, 0.9)]
+    hits += [Hit("notes", s.paths, 0.8) for s in seeds(docs["notes"])]
+    plain = aggregate(hits, documents=docs, budget=BUDGET)
+    before = next(r for r in plain if r.doc_id == "notes").citations
+    viewed = table_views("Which rider came before Rider Kilo?", plain, docs, budget=BUDGET)
+    after = next(r for r in viewed if r.doc_id == "notes").citations
+    assert 0 < len(after) < len(before)
+    assert after == before[: len(after)]
