@@ -133,6 +133,14 @@ class DocumentCache:
                     self._docs.popitem(last=False)
         return doc
 
+    def cached(self, doc_id: str) -> Document | None:
+        """The parsed ``doc_id`` if it is held (marked recently used), else None: nothing is loaded."""
+        with self._lock:
+            doc = self._docs.get(doc_id)
+            if doc is not None:
+                self._docs.move_to_end(doc_id)
+            return doc
+
     def invalidate(self, doc_id: str) -> None:
         """Forget ``doc_id`` (after its source changed); a parse of it still running is not kept."""
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from threading import Lock
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode
@@ -20,6 +21,7 @@ from spire_core import (
     text_to_html,
 )
 from spire_core.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.document import LRU
 from spire_core.parse import page_kind
 
 log = logging.getLogger("spire_llamaindex")
@@ -95,12 +97,24 @@ class SourceDocuments:
             max_bytes=max_bytes,
         )
         self._hashes: dict[str, str | None] = {}
+        #: doc id -> (hash, parse) last served after both hash checks (as many as the cache holds)
+        self._verified: LRU[str, tuple[str | None, Document]] = LRU(maxsize)
+        self._lock = Lock()
 
     def __contains__(self, doc_id: object) -> bool:
         return isinstance(doc_id, str) and self.docstore.document_exists(doc_id)
 
-    def __call__(self, doc_id: str) -> Document:
-        """The parsed page ``doc_id``; raises :class:`MissingSourceError` when it is not stored."""
+    def __call__(self, doc_id: str, expected_hash: str | None = None) -> Document:
+        """The parsed page ``doc_id``; raises :class:`MissingSourceError` when it is not stored.
+
+        ``expected_hash`` (the page hash a unit node was made from) serves the held parse of
+        that version without asking the docstore (the query path's per-hit round trips).
+        """
+        if expected_hash is not None:
+            with self._lock:
+                verified = self._verified.get(doc_id)
+            if verified is not None and verified[0] == expected_hash and self.cache.cached(doc_id) is verified[1]:
+                return verified[1]
         current = self.docstore.get_document_hash(doc_id)
         if self._hashes.get(doc_id, current) != current:
             self.cache.invalidate(doc_id)
@@ -111,6 +125,9 @@ class SourceDocuments:
             # not kept under this hash (a later return to it would serve the other text)
             self.cache.invalidate(doc_id)
             self._hashes.pop(doc_id, None)
+        else:
+            with self._lock:
+                self._verified[doc_id] = (current, doc)
         return doc
 
     def node(self, doc_id: str) -> BaseNode:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -118,10 +119,10 @@ class _Pinned:
         self.sources = sources
         self.docs: dict[str, Document] = {}
 
-    def __call__(self, doc_id: str) -> Document:
+    def __call__(self, doc_id: str, expected_hash: str | None = None) -> Document:
         doc = self.docs.get(doc_id)
         if doc is None:
-            doc = self.docs[doc_id] = self.sources(doc_id)
+            doc = self.docs[doc_id] = self.sources(doc_id, expected_hash)
         return doc
 
 
@@ -153,6 +154,12 @@ _TRIES = 3
 _QUERY_TRIES = 8
 
 
+def _backoff(attempt: int) -> float:
+    """Seconds to wait before query attempt ``attempt + 1`` found nodes missing: a write is
+    between its vector and docstore steps, and back-to-back writes need a moment to finish one."""
+    return 0.0005 * float(2**attempt)
+
+
 def _changed_under(err: RuntimeError) -> bool:
     """Whether ``err`` is a dict iteration that a concurrent write disturbed (worth a retry)."""
     return "changed during iteration" in str(err) or "changed size during iteration" in str(err)
@@ -178,6 +185,7 @@ class _VectorSearch(VectorIndexRetriever):
                 continue
             if not self._dropped or last:
                 return nodes
+            time.sleep(_backoff(attempt))
         raise AssertionError("unreachable")
 
     async def _aget_nodes_with_embeddings(self, query_bundle_with_embeddings: QueryBundle) -> list[NodeWithScore]:
@@ -192,6 +200,7 @@ class _VectorSearch(VectorIndexRetriever):
                 continue
             if not self._dropped or last:
                 return nodes
+            await asyncio.sleep(_backoff(attempt))
         raise AssertionError("unreachable")
 
     def _determine_nodes_to_fetch(self, query_result: VectorStoreQueryResult) -> list[str]:
@@ -362,8 +371,10 @@ class SpireRetriever(BaseRetriever):
             doc_id, paths = unit
             if doc_id in call.missing:
                 continue
+            source = n.node.source_node
             try:
-                seed_indices(documents(doc_id), paths)  # memoised per page: units recur across queries
+                # memoised per page: units recur across queries; the unit's page hash spares a lookup
+                seed_indices(documents(doc_id, source.hash if source is not None else None), paths)
             except MissingSourceError:
                 call.missing.add(doc_id)
                 continue
@@ -391,12 +402,16 @@ class SpireRetriever(BaseRetriever):
     def _aggregate_once(self, run: Callable[[int], Sequence[NodeWithScore]], call: _Call) -> list[Subdocument]:
         documents = call.documents = _Pinned(self.sources)
         fixed = isinstance(self.index, BaseRetriever)  # one ranked list whatever k
+        # the first round asks for first_k; a second one for as many as the last round could
+        # need, which every later round takes a prefix of: two searches at most, not max_rounds
+        widest = self.first_k << (self.max_rounds - 1)
         cache: dict[int, Sequence[NodeWithScore]] = {}
 
         def search(k: int) -> list[Hit]:
-            if k not in cache:
-                cache[k] = next(iter(cache.values())) if fixed and cache else run(k)
-            return self._hits(cache[k], call, k)
+            asked = k if k == self.first_k else widest
+            if asked not in cache:
+                cache[asked] = next(iter(cache.values())) if fixed and cache else run(asked)
+            return self._hits(cache[asked][:k], call, k)
 
         results = aggregate(
             search,

@@ -17,6 +17,7 @@ from spire_core import (
     BudgetError,
     Document,
     Hit,
+    Subdocument,
     aggregate,
     approx_tokens,
     global_context,
@@ -230,8 +231,7 @@ def test_results_always_fit_the_budget(picks: list[int], budget: int) -> None:
     assert len({r.doc_id for r in results}) == len(results)
 
 
-
-def _one_by_one(hits: list[Hit], docs: dict[str, Document], budget: int) -> list:
+def _one_by_one(hits: list[Hit], docs: dict[str, Document], budget: int) -> list[Subdocument]:
     """Admission hit by hit, with a rendering per admitted hit (what :func:`aggregate` did before runs)."""
     state = aggregate_module._Admission(docs, budget, approx_tokens, HTML, "markdown")
     for hit in hits:

@@ -185,3 +185,32 @@ def test_the_source_cache_reparses_every_kind_of_page_to_the_same_paths() -> Non
         doc = sources(node.metadata["spire_doc_id"])
         paths = decode_paths(node.metadata["spire_paths"])
         assert node.get_content() == render(doc, global_context(doc, paths))
+
+
+class CountingDocstore(SimpleDocumentStore):
+    """A docstore that counts its hash lookups (a database round trip each, on Postgres)."""
+
+    lookups: int = 0
+
+    def get_document_hash(self, doc_id: str) -> str | None:
+        self.lookups += 1
+        return super().get_document_hash(doc_id)
+
+
+def test_a_units_page_hash_serves_the_held_parse_without_a_lookup() -> None:
+    docstore = CountingDocstore()
+    first = Document(text=PAGE, id_="w.html")
+    store_sources(docstore, [first])
+    sources = SourceDocuments(docstore)
+    node = SpireNodeParser().get_nodes_from_documents([first])[0]
+    assert node.source_node is not None and node.source_node.hash == docstore.get_document_hash("w.html")
+    parsed = sources("w.html")  # read, hash-checked before and after
+    docstore.lookups = 0
+    assert sources("w.html", node.source_node.hash) is parsed
+    assert docstore.lookups == 0
+    # another version's unit (the page replaced since): asked of the docstore, and parsed again
+    second = Document(text=PAGE.replace("two grams", "three grams"), id_="w.html")
+    store_sources(docstore, [second])
+    fresh = sources("w.html", second.hash)
+    assert docstore.lookups == 2 and fresh is not parsed
+    assert "three grams" in render(fresh, list(fresh.paths()))
