@@ -433,20 +433,39 @@ def test_a_pipe_in_a_cell_is_escaped_and_the_table_stays_well_formed() -> None:
     assert ["\\|\\|/", "Cube root"] in rows and len(rows[0]) == 2
 
 
-def test_a_view_never_displaces_a_better_scored_citation_of_another_page(docs: dict[str, Document]) -> None:
+def _ranked_below_prose(docs: dict[str, Document]) -> list[Subdocument]:
+    """The table's page ranks below twelve prose sentences and above the rest."""
     prose = [s.paths for s in seeds(docs["notes"])]
     race = {s.own_text: s for s in seeds(docs["race"])}
-    # the table's page ranks below the first prose sentences and above the rest
     hits = [Hit("notes", p, 0.8 - 0.001 * k) for k, p in enumerate(prose[:12])]
     hits += [Hit("race", race["Rider Kilo"].paths, 0.6)]
     hits += [Hit("notes", p, 0.5 - 0.001 * k) for k, p in enumerate(prose[12:])]
-    plain = aggregate(hits, documents=docs, budget=BUDGET)
-    better = [c for r in plain for c in r.citations if r.doc_id == "notes" and (c.score or 0.0) > 0.6]
+    return aggregate(hits, documents=docs, budget=BUDGET)
+
+
+def _better_prose(results: list[Subdocument]) -> list[Citation]:
+    return [c for r in results for c in r.citations if r.doc_id == "notes" and (c.score or 0.0) > 0.6]
+
+
+def test_a_view_never_displaces_a_better_scored_citation_of_another_page(docs: dict[str, Document]) -> None:
+    plain = _ranked_below_prose(docs)
+    better = _better_prose(plain)
     assert len(better) == 12
-    viewed = table_views("Which rider came before Rider Kilo?", plain, docs, budget=BUDGET)
+    question = "Who came just before Kilo?"  # names no column label of the table
+    assert question_shape(question) == "previous"
+    viewed = table_views(question, plain, docs, budget=BUDGET)
     kept = next(r for r in viewed if r.doc_id == "notes").citations
     assert all(c in kept for c in better)
     assert len(_race(viewed).citations) > 1  # the view was still delivered, in what the better prose left
+    _check_delivery(viewed, docs)
+
+
+def test_a_view_of_a_table_the_question_names_may_displace_better_scored_prose(docs: dict[str, Document]) -> None:
+    plain = _ranked_below_prose(docs)
+    viewed = table_views("Which rider came before Rider Kilo?", plain, docs, budget=BUDGET)  # names "Rider"
+    kept = next(r for r in viewed if r.doc_id == "notes").citations
+    assert 0 < len([c for c in kept if (c.score or 0.0) > 0.6]) < len(_better_prose(plain))
+    assert _cell_paths(docs["race"], 9, 1) <= _race(viewed).seeds  # the row before Kilo's
     _check_delivery(viewed, docs)
 
 
