@@ -115,6 +115,27 @@ def seed_indices(doc: Document, paths: frozenset[Path]) -> tuple[set[int], froze
 MEMBER_WORDS: Memo[LRU[frozenset[Path], set[str]]] = Memo(lambda doc: LRU(INDICES_MEMO_SIZE))
 
 
+#: Ancestors looked at to tell whether a text node is rendered already (beyond: assumed it is).
+_DELIVERED_DEPTH = 64
+
+
+def _undelivered(doc: Document, seed: set[int], context: set[int]) -> str:
+    """The text of ``seed`` that a rendering of ``context`` does not show yet (a rendering shows
+    the subtrees of its nodes). On a very deep page a text node is assumed shown rather than
+    walked to the root: this is a lower bound that may only let a hit through to the exact check."""
+    parent = doc.parent
+    out = []
+    for i in seed:
+        if doc.tag[i] is not None:
+            continue
+        j, depth = i, 0
+        while j >= 0 and j not in context and depth < _DELIVERED_DEPTH:
+            j, depth = parent[j], depth + 1
+        if j < 0:
+            out.append(doc.text[i])
+    return " ".join(out)
+
+
 class _Admission:
     def __init__(self, documents: Documents, budget: int, size: SizeFn, policy: Policy, fmt: Fmt) -> None:
         self.get = document_lookup(documents)
@@ -128,46 +149,74 @@ class _Admission:
         self.tried = 0
 
     def offer_run(self, hits: Sequence[Hit]) -> None:
-        """Consecutive hits of one document (a passage's members): admitted together when they all
-        fit, with one rendering of their union; else offered one by one. A rendering only grows
-        with its path set, so both ways admit the same hits."""
-        if len(hits) < 2 or not self._admit_all(hits):
-            for hit in hits:
-                self.offer(hit)
+        """Consecutive hits of one document (a passage's members), tried in order as :meth:`offer`
+        would, with fewer renderings: the longest prefix that fits is found by bisection and
+        admitted with one rendering of its union, the hit after it is rejected, the rest are
+        offered one by one. A rendering only grows with its path set, so the same hits are admitted."""
+        done = self._admit_prefix(hits) if len(hits) > 1 else 0
+        for hit in hits[done:]:
+            self.offer(hit)
 
-    def _admit_all(self, hits: Sequence[Hit]) -> bool:
+    def _admit_prefix(self, hits: Sequence[Hit]) -> int:
+        """Admit the longest prefix of ``hits`` that fits, reject the hit after it: how many were
+        tried (0: a repeated or unknown hit among them, left to :meth:`offer`)."""
         doc_id = hits[0].doc_id
         keys = [(doc_id, hit.paths) for hit in hits]
         if len(set(keys)) < len(keys) or any(key in self.seen for key in keys):
-            return False
+            return 0
         group = self.groups.get(doc_id)
         doc = group.doc if group else self.get(doc_id)
         try:
             frozen = [seed_indices(doc, hit.paths) for hit in hits]
         except UnknownPathError:
-            return False  # one by one: the unknown hit is logged and skipped
+            return 0  # one by one: the unknown hit is logged and skipped
         owns = [self.own(doc, f) for _, f in frozen]
-        context = set(group.context) if group else set()
-        for own, _ in owns:
-            context |= own
+        base = group.context if group else set()
         before = group.cost if group else 0
-        if group is not None and len(context) == len(group.context):
-            text, cost = group.text, group.cost
+        tried: dict[int, tuple[set[int], str, int] | None] = {}
+
+        def fits(m: int) -> tuple[set[int], str, int] | None:
+            """The union with the first ``m`` hits, its rendering and cost, if it fits the budget."""
+            if m not in tried:
+                context = set(base)
+                for own, _ in owns[:m]:
+                    context |= own
+                if group is not None and len(context) == len(base):
+                    text, cost = group.text, group.cost
+                elif group is None and m == 1:
+                    text, cost = owns[0][1], self.size(owns[0][1])
+                else:
+                    text = render_indices(doc, context, fmt=self.fmt)
+                    cost = self.size(text)
+                tried[m] = (context, text, cost) if self.total - before + cost <= self.budget else None
+            return tried[m]
+
+        n = len(hits)
+        if fits(n) is not None:
+            m = n
         else:
-            text = render_indices(doc, context, fmt=self.fmt)
-            cost = self.size(text)
-        if self.total - before + cost > self.budget:
-            return False
+            lo, hi = 0, n  # the first lo hits fit together, the first hi do not
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if fits(mid) is not None:
+                    lo = mid
+                else:
+                    hi = mid
+            m = lo
+        if m == 0:
+            return 0  # the first hit alone does not fit: offer() tries each, as it must
+        context, text, cost = fits(m) or (set(), "", 0)
         if group is None:
             group = self.groups[doc_id] = _Group(doc, self.tried, hits[0].score)
-        self.tried += len(hits)
-        self.seen.update(keys)
+        consumed = min(n, m + 1)  # the hit after the prefix does not fit with it
+        self.tried += consumed
+        self.seen.update(keys[:consumed])
         self.total += cost - before
-        for hit, (seed, _), (_, own_text) in zip(hits, frozen, owns, strict=True):
+        for hit, (seed, _), (_, own_text) in zip(hits[:m], frozen, owns, strict=False):
             group.seeds |= seed
             group.citations.append(Citation(doc_id, hit.paths, own_text, hit.score))
         group.context, group.text, group.cost = context, text, cost
-        return True
+        return consumed
 
     def offer(self, hit: Hit) -> None:
         rank = self.tried
@@ -184,10 +233,8 @@ class _Admission:
             return
         if group is None:
             group = _Group(doc, rank, hit.score)
-        if not seed <= group.context:
-            words = self.size(" ".join(doc.text[i] for i in seed if doc.tag[i] is None))
-            if words > self.budget - self.total:  # cannot fit whatever is shared
-                return
+        if not seed <= group.context and self.size(_undelivered(doc, seed, group.context)) > self.budget - self.total:
+            return  # its new text alone does not fit
         # a policy is a closure under per-node contributions, so the closure of a union is
         # the union of the closures: the group's context is never re-closed
         own, own_text = self.own(doc, frozen)

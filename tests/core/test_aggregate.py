@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spire_core import (
@@ -239,15 +239,16 @@ def _one_by_one(hits: list[Hit], docs: dict[str, Document], budget: int) -> list
     return state.result()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     runs=st.lists(
-        st.tuples(st.integers(min_value=0, max_value=10**6), st.integers(min_value=1, max_value=8)),
+        st.tuples(st.integers(min_value=0, max_value=10**6), st.integers(min_value=1, max_value=12)),
         min_size=1,
-        max_size=10,
+        max_size=14,
     ),
-    budget=st.integers(min_value=1, max_value=900),
+    budget=st.integers(min_value=1, max_value=1500),
 )
+@example(runs=[(2, 1), (0, 1)], budget=19)  # a heading already shown under the first hit costs the second nothing
 def test_a_run_of_one_pages_hits_admits_what_one_by_one_admission_does(
     runs: list[tuple[int, int]], budget: int
 ) -> None:
