@@ -34,7 +34,7 @@ def load(pages: Path) -> tuple[dict[str, Document], list[tuple[str, frozenset[tu
 
 
 def run_query(docs: dict[str, Document], hits: list[Hit], budget: int) -> str:
-    results = aggregate(hits, documents=docs, budget=budget, cost=approx_tokens)
+    results = aggregate(hits, documents=docs, budget=budget, size=approx_tokens)
     return "\n\n".join(r.text for r in results)
 
 

@@ -360,7 +360,7 @@ def table(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.split("\n\n")[0])
     p.add_argument("--pages", type=int, help="gold pages plus the first N others (default: the whole manual)")
-    p.add_argument("--speed-pages", type=int, default=40, help="pages of the 1-vs-2-worker runs (default 40)")
+    p.add_argument("--speed-pages", type=int, default=120, help="pages of the 1-vs-2-worker runs (default 120)")
     p.add_argument("--speed-workers", type=int, nargs="+", default=[1, 2], help="worker counts timed (default 1 2)")
     p.add_argument("--workers", type=int, default=2, help="workers of the corpus ingestion (default 2)")
     p.add_argument("--batch-pages", type=int, default=2, help="pages per Ray batch (default 2: many small batches)")
