@@ -205,7 +205,9 @@ class _Admission:
             m = lo
         if m == 0:
             return 0  # the first hit alone does not fit: offer() tries each, as it must
-        context, text, cost = fits(m) or (set(), "", 0)
+        admitted = fits(m)
+        assert admitted is not None  # m = n fits, or the bisection's lo, which fits
+        context, text, cost = admitted
         if group is None:
             group = self.groups[doc_id] = _Group(doc, self.tried, hits[0].score)
         consumed = min(n, m + 1)  # the hit after the prefix does not fit with it

@@ -712,18 +712,17 @@ def _fit(
     def total(m: int) -> int:
         return sum(pages[d].cost(n, size, policy, fmt) for d, n in dropped(m).items())
 
-    lo, hi = -1, len(drops)  # total(lo) > budget (lo = -1: nothing tried yet); hi fits, or is the last
-    if total(0) <= budget:
-        hi = 0
-    else:
-        lo = 0
+    m = 0
+    if total(0) > budget:
+        lo, hi = 0, len(drops)  # total(lo) > budget; hi fits, or drops every droppable citation
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if total(mid) <= budget:
                 hi = mid
             else:
                 lo = mid
-    counts = dropped(hi)
+        m = hi
+    counts = dropped(m)
     return [s for s in (pages[r.doc_id].result(counts[r.doc_id], size, policy, fmt) for r in results) if s]
 
 
