@@ -111,10 +111,6 @@ def seed_indices(doc: Document, paths: frozenset[Path]) -> tuple[set[int], froze
     return got
 
 
-#: The words (:func:`spire_core.passages.expand`'s ``order="overlap"``) of member sentences, per document.
-MEMBER_WORDS: Memo[LRU[frozenset[Path], set[str]]] = Memo(lambda doc: LRU(INDICES_MEMO_SIZE))
-
-
 #: Ancestors looked at to tell whether a text node is rendered already (beyond: assumed it is).
 _DELIVERED_DEPTH = 64
 
@@ -171,24 +167,14 @@ class _Admission:
         except UnknownPathError:
             return 0  # one by one: the unknown hit is logged and skipped
         owns = [self.own(doc, f) for _, f in frozen]
-        base = group.context if group else set()
         before = group.cost if group else 0
         tried: dict[int, tuple[set[int], str, int] | None] = {}
 
         def fits(m: int) -> tuple[set[int], str, int] | None:
             """The union with the first ``m`` hits, its rendering and cost, if it fits the budget."""
             if m not in tried:
-                context = set(base)
-                for own, _ in owns[:m]:
-                    context |= own
-                if group is not None and len(context) == len(base):
-                    text, cost = group.text, group.cost
-                elif group is None and m == 1:
-                    text, cost = owns[0][1], self.size(owns[0][1])
-                else:
-                    text = render_indices(doc, context, fmt=self.fmt)
-                    cost = self.size(text)
-                tried[m] = (context, text, cost) if self.total - before + cost <= self.budget else None
+                merged = self.merged(doc, group, owns[:m])
+                tried[m] = merged if self.total - before + merged[2] <= self.budget else None
             return tried[m]
 
         n = len(hits)
@@ -240,14 +226,7 @@ class _Admission:
         # a policy is a closure under per-node contributions, so the closure of a union is
         # the union of the closures: the group's context is never re-closed
         own, own_text = self.own(doc, frozen)
-        if own <= group.context:
-            context, text, cost = group.context, group.text, group.cost
-        elif not group.context:
-            context, text, cost = set(own), own_text, self.size(own_text)
-        else:
-            context = group.context | own
-            text = render_indices(doc, context, fmt=self.fmt)
-            cost = self.size(text)
+        context, text, cost = self.merged(doc, group, [(own, own_text)])
         if self.total - group.cost + cost > self.budget:
             return
         self.total += cost - group.cost
@@ -255,6 +234,22 @@ class _Admission:
         group.context, group.text, group.cost = context, text, cost
         group.citations.append(Citation(hit.doc_id, hit.paths, own_text, hit.score))
         self.groups.setdefault(hit.doc_id, group)
+
+    def merged(
+        self, doc: Document, group: _Group | None, owns: Sequence[tuple[frozenset[int], str]]
+    ) -> tuple[set[int], str, int]:
+        """``group``'s context with the ``owns`` (own contexts and renderings) added, its rendering
+        and cost: the group's when nothing is added, a lone seed's own when it starts the group."""
+        base = group.context if group is not None else set()
+        context = set(base)
+        for own, _ in owns:
+            context |= own
+        if group is not None and len(context) == len(base):
+            return group.context, group.text, group.cost
+        if not base and len(owns) == 1:
+            return context, owns[0][1], self.size(owns[0][1])
+        text = render_indices(doc, context, fmt=self.fmt)
+        return context, text, self.size(text)
 
     def own(self, doc: Document, frozen: frozenset[int]) -> tuple[frozenset[int], str]:
         """A seed's own global context and its rendering, memoised per document (``frozen``: the seed, hashable)."""

@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .aggregate import Documents, Hit, Search
+from .aggregate import INDICES_MEMO_SIZE, Documents, Hit, Search
 from .context import HTML, Policy
 from .context.headers import headings
-from .document import Document, Path
+from .document import LRU, Document, Memo, Path
 from .errors import PathFormatError, UnknownPathError
 from .options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
 from .paths import down_indices
@@ -38,6 +38,9 @@ from .size import SizeFn, model_tokens
 #: the question's words each holds (ties in document order).
 MemberOrder = Literal["document", "overlap"]
 MEMBER_ORDERS: tuple[MemberOrder, ...] = ("document", "overlap")
+
+#: The words of member sentences (``order="overlap"``), memoised per page: units recur query after query.
+MEMBER_WORDS: Memo[LRU[frozenset[Path], set[str]]] = Memo(lambda doc: LRU(INDICES_MEMO_SIZE))
 
 
 @dataclass(frozen=True)
@@ -184,8 +187,6 @@ def expand(
     hold, so a budget that admits only part of a passage admits its best sentences first.
     A member listed by several hits keeps its first (best) place.
     """
-    from .aggregate import MEMBER_WORDS  # a member's words, memoised per page: units recur query after query
-
     if order not in MEMBER_ORDERS:
         raise ValueError(f"order must be one of {MEMBER_ORDERS}, not {order!r}")
     terms: set[str] = set()
