@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from .document import Document, Element, Path
 from .errors import PathFormatError
@@ -102,9 +103,15 @@ ROOT_TOKEN = "~"
 _PATH_TEXT = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,18})*")
 
 
+@lru_cache(maxsize=1 << 16)
+def _path_text(path: Path) -> str:
+    return ".".join(map(str, path)) or ROOT_TOKEN  # memoised: the same paths are encoded result after result
+
+
 def encode_paths(paths: Iterable[Path]) -> str:
     """Encode a path set as a compact string, e.g. ``"0.2.1;0.2.3"`` (root is ``"~"``, empty set ``""``)."""
-    return ";".join(".".join(map(str, p)) or ROOT_TOKEN for p in sorted(set(map(tuple, paths))))
+    unique = paths if isinstance(paths, frozenset) else set(map(tuple, paths))
+    return ";".join(map(_path_text, sorted(unique)))
 
 
 def decode_paths(text: str) -> PathSet:

@@ -48,12 +48,12 @@ from typing import Literal
 
 from .aggregate import Subdocument, document_lookup, own_context, seed_indices
 from .citation import Citation
-from .context import HTML, Policy, global_context
+from .context import HTML, Policy
 from .context.headers import headings
 from .document import Document, Memo, Path
 from .errors import BudgetError
 from .options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
-from .render import render, render_indices
+from .render import render_indices
 from .size import SizeFn, approx_tokens
 from .tables import CELL_TAGS, Grid, grid
 
@@ -257,7 +257,8 @@ def table_views(
     share: float = DEFAULT_TABLE_SHARE,
     tables: int = DEFAULT_TABLE_VIEWS,
 ) -> list[Subdocument]:
-    """``results`` (from :func:`spire_core.aggregate`) with views of their best-ranked tables.
+    """``results`` (from :func:`spire_core.aggregate`, with the same ``size``, ``policy`` and ``fmt``)
+    with views of their best-ranked tables.
 
     The result pages' data tables are ranked by what the question names in them, then by
     their admitted seeds (see the module docstring); each of the first ``tables`` gets a
@@ -286,9 +287,8 @@ def table_views(
         room = min(left, _room(results, views, docs, None if named else t, budget, size, policy, fmt))
         if room < MIN_VIEW:
             continue  # what outranks the table on other pages fills the budget
-        cells = _view_cells(doc, grid(doc, t.table), t.cells, shape, terms, lexicon, room, size, policy, fmt)
-        paths = doc.to_paths(i for c in cells for i in range(c, doc.end[c]))
-        text = render(doc, global_context(doc, paths, policy), fmt=fmt)
+        cells, text = _view_cells(doc, grid(doc, t.table), t.cells, shape, terms, lexicon, room, size, policy, fmt)
+        paths = doc.to_paths(_subtrees(doc, cells))
         views.setdefault(t.doc_id, []).append(Citation(t.doc_id, paths, text, t.score))
         left -= size(text)
         if left < MIN_VIEW:
@@ -356,7 +356,7 @@ def _admitted_tables(results: Sequence[Subdocument], docs: Mapping[str, Document
     tables = [
         _Table(doc_id, table, score, frozenset(cells))
         for (doc_id, table), (score, cells) in found.items()
-        if _is_data(docs[doc_id], grid(docs[doc_id], table), MIN_ADMITTED_ROWS)
+        if _is_data(docs[doc_id], table, MIN_ADMITTED_ROWS)
     ]
     return sorted(tables, key=lambda t: -t.score)
 
@@ -371,8 +371,8 @@ def _all_tables(results: Sequence[Subdocument], docs: Mapping[str, Document]) ->
     rest = []
     for r in results:
         doc = docs[r.doc_id]
-        for t in (i for i, tag in enumerate(doc.tag) if tag == "table"):
-            if (r.doc_id, t) not in seen and _is_data(doc, grid(doc, t), MIN_ROWS):
+        for t in _TABLES(doc):
+            if (r.doc_id, t) not in seen and _is_data(doc, t, MIN_ROWS):
                 rest.append(_Table(r.doc_id, t, r.score, frozenset()))
     return admitted + rest
 
@@ -502,7 +502,7 @@ def _context_terms(doc: Document, g: Grid) -> set[str]:
     return _terms(" ".join(parts))
 
 
-def _is_data(doc: Document, g: Grid, min_rows: int) -> bool:
+def _is_data(doc: Document, table: int, min_rows: int) -> bool:
     """Whether the table holds data a view can order: ``min_rows`` body rows, no cell holding a table, mostly filled.
 
     Pull quotes and score boxes are tables of a row or two (a table of two rows still gets
@@ -510,12 +510,27 @@ def _is_data(doc: Document, g: Grid, min_rows: int) -> bool:
     tables hold tables; genealogy charts and tournament brackets draw their lines with
     empty cells.
     """
-    if len(g.rows) - len(g.header_rows) < min_rows:
-        return False
+    memo = _DATA_ROWS(doc)
+    rows = memo.get(table)
+    if rows is None:
+        rows = memo[table] = _data_rows(doc, grid(doc, table))
+    return rows >= min_rows
+
+
+def _data_rows(doc: Document, g: Grid) -> int:
+    """The table's body rows, or 0 when it is a layout table or mostly empty (see :func:`_is_data`)."""
     if any(doc.tag[j] == "table" for c in g.cells for j in range(c + 1, doc.end[c])):
-        return False
+        return 0
     filled = {c: bool(doc.subtree_text(c).strip()) for c in g.cells}
-    return sum(filled[c] for c in g.at.values()) >= MIN_FILLED * len(g.at)
+    if sum(filled[c] for c in g.at.values()) < MIN_FILLED * len(g.at):
+        return 0
+    return len(g.rows) - len(g.header_rows)
+
+
+#: table -> :func:`_data_rows`, per page
+_DATA_ROWS: Memo[dict[int, int]] = Memo(lambda doc: {})
+#: the page's tables, in document order
+_TABLES: Memo[list[int]] = Memo(lambda doc: [i for i, tag in enumerate(doc.tag) if tag == "table"])
 
 
 #: Body rows a table needs for a view (fewer leave nothing to order).
@@ -630,8 +645,9 @@ def _view_cells(
     size: SizeFn,
     policy: Policy,
     fmt: Fmt,
-) -> set[int]:
-    """The cells of the view: priority columns for priority rows, within ``budget``; more columns while they fit."""
+) -> tuple[set[int], str]:
+    """The cells of the view (priority columns for priority rows, within ``budget``; more columns
+    while they fit) and its rendering."""
     body = _body(g)
     key, named = _key_column(doc, g), _named_columns(doc, g, terms)
     extremes = _extreme_rows(doc, g, body, [c for c in named if c != key]) if shape in ("most", "least") else set()
@@ -664,13 +680,21 @@ def _view_cells(
             if estimate(taken, [*cols, col]) <= budget:
                 cols = [*cols, col]
     cells = cells_of(taken, cols)
-    while len(taken) > 1:
-        paths = doc.to_paths(i for c in cells for i in range(c, doc.end[c]))
-        if size(render(doc, global_context(doc, paths, policy), fmt=fmt)) <= budget:
-            break
+    text = _view_text(doc, cells, policy, fmt)
+    while len(taken) > 1 and size(text) > budget:
         taken = taken[: max(1, int(len(taken) * 0.9))]
         cells = cells_of(taken, cols)
-    return cells
+        text = _view_text(doc, cells, policy, fmt)
+    return cells, text
+
+
+def _view_text(doc: Document, cells: Iterable[int], policy: Policy, fmt: Fmt) -> str:
+    """The rendering of whole ``cells`` with their global context."""
+    return render_indices(doc, policy.indices(doc, _subtrees(doc, cells)), fmt=fmt)
+
+
+def _subtrees(doc: Document, cells: Iterable[int]) -> set[int]:
+    return {i for c in cells for i in range(c, doc.end[c])}
 
 
 def _fit(
@@ -744,10 +768,14 @@ class _Page:
         return got
 
     def cost(self, n: int, size: SizeFn, policy: Policy, fmt: Fmt) -> int:
+        if n == 0 and not self.views:
+            return self.base.cost  # the aggregation's rendering of the same citations
         return self.render(n, size, policy, fmt)[2]
 
     def result(self, n: int, size: SizeFn, policy: Policy, fmt: Fmt) -> Subdocument | None:
         """The page's result with ``n`` citations dropped (None when nothing is left)."""
+        if n == 0 and not self.views:
+            return self.base
         citations = [*self.kept(n), *self.views]
         if not citations:
             return None

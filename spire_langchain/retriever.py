@@ -448,6 +448,25 @@ class SpireRetriever(BaseRetriever):
             hits.append(PassageHit(source, members, 1.0 / (1.0 + max(score, 0.0)) if distance else score))
         return hits
 
+    def _once(self, raw: Callable[[int], Scored]) -> Callable[[int], Scored]:
+        """``raw`` asked once, for as many hits as the last round could need, and sliced for every
+        round (asked again only by a wider over-fetch); an MMR search, whose picks depend on the
+        number asked for, is asked per round."""
+        if self.search_type == "mmr":
+            return raw
+        widest = self.first_k << (self.max_rounds - 1)
+        asked = 0
+        pairs: Scored = []
+
+        def ranked(n: int) -> Scored:
+            nonlocal asked, pairs
+            if n > asked and len(pairs) >= asked:  # more wanted, and the store may hold more
+                asked = max(n, widest)
+                pairs = raw(asked)
+            return pairs[:n]
+
+        return ranked
+
     def _search(
         self, query: str, raw: Callable[[int], Scored], max_sources: int | None, documents: _Pinned
     ) -> Callable[[int], list[Hit]]:
@@ -497,7 +516,7 @@ class SpireRetriever(BaseRetriever):
         k, budget, search_kwargs = self._options(k, budget, kwargs)
         for attempt in range(_TRIES):
             documents = _Pinned(self._documents)
-            search = self._search(query, lambda n: self._raw(query, n, search_kwargs), k, documents)
+            search = self._search(query, self._once(lambda n: self._raw(query, n, search_kwargs)), k, documents)
             results = self._aggregate(query, search, budget, documents)
             if not documents.changed() or attempt == _TRIES - 1:
                 break
@@ -515,7 +534,7 @@ class SpireRetriever(BaseRetriever):
 
         for attempt in range(_TRIES):
             documents = _Pinned(self._documents)
-            hits = self._search(query, raw, k, documents)
+            hits = self._search(query, self._once(raw), k, documents)
             results = await loop.run_in_executor(aggregation_pool(), self._aggregate, query, hits, budget, documents)
             if not documents.changed() or attempt == _TRIES - 1:
                 break

@@ -97,8 +97,11 @@ class SourceDocuments:
             max_bytes=max_bytes,
         )
         self._hashes: dict[str, str | None] = {}
-        #: doc id -> (hash, parse) last served after both hash checks (as many as the cache holds)
-        self._verified: LRU[str, tuple[str | None, Document]] = LRU(maxsize)
+        #: doc id -> (hash, parse, its source node without the text) last served after both
+        #: hash checks (as many as the cache holds)
+        self._verified: LRU[str, tuple[str | None, Document, BaseNode | None]] = LRU(maxsize)
+        #: source nodes read by parses not yet served (without their text)
+        self._loaded: dict[str, BaseNode] = {}
         self._lock = Lock()
 
     def __contains__(self, doc_id: object) -> bool:
@@ -127,8 +130,26 @@ class SourceDocuments:
             self._hashes.pop(doc_id, None)
         else:
             with self._lock:
-                self._verified[doc_id] = (current, doc)
+                node = self._loaded.pop(doc_id, None)
+                held = self._verified.get(doc_id)
+                if node is None and held is not None and held[1] is doc:
+                    node = held[2]
+                self._verified[doc_id] = (current, doc, node)
         return doc
+
+    def source(self, doc_id: str) -> tuple[BaseNode | None, str | None]:
+        """The source node of ``doc_id`` (its text left out) and its hash, for a result node: those
+        of the parse last served while it is held (the version the result was rendered from),
+        else the docstore's (None for a page that is not stored)."""
+        with self._lock:
+            held = self._verified.get(doc_id)
+        if held is not None and held[2] is not None and self.cache.cached(doc_id) is held[1]:
+            return held[2], held[0]
+        try:
+            node: BaseNode | None = self.node(doc_id)
+        except MissingSourceError:
+            node = None
+        return node, self.docstore.get_document_hash(doc_id)
 
     def node(self, doc_id: str) -> BaseNode:
         """The stored source node (a LlamaIndex ``Document``) of ``doc_id``."""
@@ -145,5 +166,9 @@ class SourceDocuments:
     def _load(self, doc_id: str) -> str:
         node = self.node(doc_id)
         text = source_text(node)
+        card = node.model_copy()  # shallow: what a result node takes from its source, not the page
+        card.set_content("")
+        with self._lock:
+            self._loaded[doc_id] = card
         # parse_page (the cache's parser) tells HTML, Markdown and plain text apart by itself
         return text_to_html(text) if says_plain_text(node.metadata) else text

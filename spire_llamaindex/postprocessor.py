@@ -8,10 +8,10 @@ from typing import Any
 from llama_index.core.bridge.pydantic import Field, field_serializer
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
-from spire_core import HTML, Evidence, Policy, SpireError, Subdocument, aselect_evidence, select_evidence, subdocuments
+from spire_core import HTML, Evidence, Policy, Subdocument, aselect_evidence, select_evidence, subdocuments
 from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
 from spire_core.results import FILTER, filter_report
 from spire_core.size import SizeFn
@@ -153,16 +153,8 @@ class SpireEvidenceFilter(BaseNodePostprocessor):
         return out
 
     def _node(self, sub: Subdocument, report: dict[str, Any]) -> NodeWithScore:
-        try:
-            source: BaseNode | None = self.sources.node(sub.doc_id)
-        except SpireError:
-            source = None
-        return result_node(
-            sub,
-            source,
-            source_hash=self.sources.docstore.get_document_hash(sub.doc_id),
-            extra={FILTER: report},
-        )
+        source, source_hash = self.sources.source(sub.doc_id)
+        return result_node(sub, source, source_hash=source_hash, extra={FILTER: report})
 
 
 def _with_metadata(node: NodeWithScore, extra: dict[str, Any]) -> NodeWithScore:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
-from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.schema import (
     BaseNode,
     NodeRelationship,
@@ -23,7 +21,6 @@ from llama_index.core.schema import (
     TextNode,
 )
 from llama_index.core.storage.docstore.types import BaseDocumentStore
-from llama_index.core.vector_stores.types import VectorStoreQueryResult
 
 from spire_core import (
     HTML,
@@ -33,7 +30,6 @@ from spire_core import (
     Hit,
     MissingSourceError,
     Policy,
-    SpireError,
     Subdocument,
     UnknownPathError,
     aggregate,
@@ -48,6 +44,7 @@ from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, mem
 from spire_core.size import SizeFn
 from spire_core.table_view import table_views
 
+from ._search import Ranking
 from ._source import SourceDocuments, log
 from .index import build_index
 from .parser import SpireNodeParser
@@ -56,6 +53,8 @@ if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.storage.storage_context import StorageContext
 
+#: One search of a retrieval: ``k -> the k best nodes``.
+Top = Callable[[int], Sequence[NodeWithScore]]
 #: What the sentence search is built from: an index (grown from ``first_k``), a
 #: factory ``k -> retriever``, or any retriever (used as one ranked list).
 SentenceSearch = VectorStoreIndex | BaseRetriever | Callable[[int], BaseRetriever]
@@ -150,85 +149,6 @@ class _Call:
 
 #: how often a retrieval is tried while pages change under it (a concurrent update)
 _TRIES = 3
-#: how often a vector query is retried when the store changed under it (SimpleVectorStore)
-_QUERY_TRIES = 8
-
-
-def _backoff(attempt: int) -> float:
-    """Seconds to wait before query attempt ``attempt + 1`` found nodes missing: a write is
-    between its vector and docstore steps, and back-to-back writes need a moment to finish one."""
-    return 0.0005 * float(2**attempt)
-
-
-def _changed_under(err: RuntimeError) -> bool:
-    """Whether ``err`` is a dict iteration that a concurrent write disturbed (worth a retry)."""
-    return "changed during iteration" in str(err) or "changed size during iteration" in str(err)
-
-
-class _VectorSearch(VectorIndexRetriever):
-    """A ``VectorIndexRetriever`` safe beside a concurrent update. A node deleted between the
-    vector query and the docstore fetch (LlamaIndex's own raises ``KeyError``) is left out and
-    the query is run again, as is a query that a write disturbed (``SimpleVectorStore``
-    iterates a live dict): up to :data:`_QUERY_TRIES` times, then what was found is returned."""
-
-    _dropped = False
-
-    def _get_nodes_with_embeddings(self, query_bundle_with_embeddings: QueryBundle) -> list[NodeWithScore]:
-        for attempt in range(_QUERY_TRIES):
-            last = attempt == _QUERY_TRIES - 1
-            self._dropped = False
-            try:
-                nodes = super()._get_nodes_with_embeddings(query_bundle_with_embeddings)
-            except RuntimeError as err:
-                if not _changed_under(err) or last:
-                    raise
-                continue
-            if not self._dropped or last:
-                return nodes
-            time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
-
-    async def _aget_nodes_with_embeddings(self, query_bundle_with_embeddings: QueryBundle) -> list[NodeWithScore]:
-        for attempt in range(_QUERY_TRIES):
-            last = attempt == _QUERY_TRIES - 1
-            self._dropped = False
-            try:
-                nodes = await super()._aget_nodes_with_embeddings(query_bundle_with_embeddings)
-            except RuntimeError as err:
-                if not _changed_under(err) or last:
-                    raise
-                continue
-            if not self._dropped or last:
-                return nodes
-            await asyncio.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
-
-    def _determine_nodes_to_fetch(self, query_result: VectorStoreQueryResult) -> list[str]:
-        if query_result.nodes or not query_result.ids:
-            return super()._determine_nodes_to_fetch(query_result)
-        nodes = self._index.index_struct.nodes_dict
-        found = [node_id for i in query_result.ids if (node_id := nodes.get(i)) is not None]
-        self._dropped = self._dropped or len(found) < len(query_result.ids)
-        return found
-
-    def _insert_fetched_nodes_into_query_result(
-        self, query_result: VectorStoreQueryResult, fetched_nodes: list[BaseNode]
-    ) -> Sequence[BaseNode]:
-        if query_result.nodes or not query_result.ids:
-            return super()._insert_fetched_nodes_into_query_result(query_result, fetched_nodes)
-        by_id = {str(n.node_id): n for n in fetched_nodes}
-        nodes_dict = self._index.index_struct.nodes_dict
-        similarities = query_result.similarities
-        kept: list[tuple[str, BaseNode, float | None]] = []
-        for k, i in enumerate(query_result.ids):
-            node = by_id.get(str(nodes_dict.get(i)))
-            if node is not None:  # else deleted meanwhile: skipped
-                kept.append((i, node, similarities[k] if similarities is not None else None))
-        self._dropped = self._dropped or len(kept) < len(query_result.ids)
-        query_result.ids = [i for i, _, _ in kept]
-        if similarities is not None:
-            query_result.similarities = [s for _, _, s in kept if s is not None]
-        return [node for _, node, _ in kept]
 
 
 class SpireRetriever(BaseRetriever):
@@ -343,21 +263,29 @@ class SpireRetriever(BaseRetriever):
         )
 
     # -- the sentence search -----------------------------------------------------------
-    def _retriever(self, k: int) -> BaseRetriever:
+    def _search(self, bundle: QueryBundle, loop: asyncio.AbstractEventLoop | None = None) -> Top:
+        """``k -> the k best nodes`` of one try: a ``VectorStoreIndex`` is queried once, for as many
+        hits as the last round could need, and each round fetches its prefix (:class:`Ranking`); any
+        other retriever is asked once (a factory for that many) and sliced. With ``loop``, the
+        searches run on it (async retrieval; this is then called from another thread)."""
+        widest = self.first_k << (self.max_rounds - 1)
         if isinstance(self.index, VectorStoreIndex):
-            index = self.index
-            # not restricted to a snapshot of the index's node ids (as ``as_retriever`` is): a page
-            # updated between the snapshot and the query would have neither its old nor its new nodes
-            return _VectorSearch(
-                index,
-                callback_manager=index._callback_manager,
-                object_map=index._object_map,
-                similarity_top_k=k,
-                **self.retriever_kwargs,
-            )
-        if isinstance(self.index, BaseRetriever):
-            return self.index
-        return self.index(k)
+            ranking = Ranking(self.index, bundle, widest, self.retriever_kwargs)
+            if loop is None:
+                return ranking.top
+            return lambda k: asyncio.run_coroutine_threadsafe(ranking.atop(k), loop).result()
+        retriever = self.index if isinstance(self.index, BaseRetriever) else self.index(widest)
+        ranked: list[Sequence[NodeWithScore]] = []
+
+        def top(k: int) -> Sequence[NodeWithScore]:
+            if not ranked:
+                if loop is None:
+                    ranked.append(retriever.retrieve(bundle))
+                else:
+                    ranked.append(asyncio.run_coroutine_threadsafe(retriever.aretrieve(bundle), loop).result())
+            return ranked[0][:k]
+
+        return top
 
     def _hits(self, nodes: Sequence[NodeWithScore], call: _Call, k: int) -> list[Hit]:
         documents = call.documents or _Pinned(self.sources)
@@ -387,34 +315,22 @@ class SpireRetriever(BaseRetriever):
         # a passage's hit is one per member sentence, the best first: citations stay sentences
         return expand(found, query=call.query, documents=documents, order="overlap", limit=k)
 
-    def _aggregate(self, run: Callable[[int], Sequence[NodeWithScore]], call: _Call) -> list[Subdocument]:
-        """Aggregate the hits of ``run`` (``k -> nodes``), tried again (up to :data:`_TRIES` times)
-        while a page was replaced or removed during the try (:meth:`_Call.again`)."""
+    def _aggregate(self, search: Callable[[], Top], call: _Call) -> list[Subdocument]:
+        """Aggregate the hits of a fresh ``search()`` (``k -> nodes``), tried again (up to :data:`_TRIES`
+        times) while a page was replaced or removed during the try (:meth:`_Call.again`)."""
         for _ in range(_TRIES - 1):
-            results = self._aggregate_once(run, call)
+            results = self._aggregate_once(search(), call)
             if not call.again():
                 return results
             log.debug("SpireRetriever: pages changed during the query, searching again: %s", call.stale or call.missing)
             call.documents, call.hits = None, 0
             call.missing, call.stale, call.valid = set(), set(), set()
-        return self._aggregate_once(run, call)
+        return self._aggregate_once(search(), call)
 
-    def _aggregate_once(self, run: Callable[[int], Sequence[NodeWithScore]], call: _Call) -> list[Subdocument]:
+    def _aggregate_once(self, top: Top, call: _Call) -> list[Subdocument]:
         documents = call.documents = _Pinned(self.sources)
-        fixed = isinstance(self.index, BaseRetriever)  # one ranked list whatever k
-        # the first round asks for first_k; a second one for as many as the last round could
-        # need, which every later round takes a prefix of: two searches at most, not max_rounds
-        widest = self.first_k << (self.max_rounds - 1)
-        cache: dict[int, Sequence[NodeWithScore]] = {}
-
-        def search(k: int) -> list[Hit]:
-            asked = k if k == self.first_k else widest
-            if asked not in cache:
-                cache[asked] = next(iter(cache.values())) if fixed and cache else run(asked)
-            return self._hits(cache[asked][:k], call, k)
-
         results = aggregate(
-            search,
+            lambda k: self._hits(top(k), call, k),
             documents=documents,
             budget=self.budget,
             size=self.size,
@@ -447,11 +363,8 @@ class SpireRetriever(BaseRetriever):
     def _nodes(self, results: list[Subdocument]) -> list[NodeWithScore]:
         out = []
         for sub in results:
-            try:
-                source: BaseNode | None = self.sources.node(sub.doc_id)
-            except SpireError:
-                source = None
-            out.append(result_node(sub, source, source_hash=self.sources.docstore.get_document_hash(sub.doc_id)))
+            source, source_hash = self.sources.source(sub.doc_id)
+            out.append(result_node(sub, source, source_hash=source_hash))
         return out
 
     # -- BaseRetriever -----------------------------------------------------------------
@@ -459,8 +372,7 @@ class SpireRetriever(BaseRetriever):
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         bundle = QueryBundle(query) if isinstance(query, str) else query
         call = _Call(bundle.query_str)
-        # the same bundle on every round: the vector retriever embeds the query once
-        results = self._aggregate(lambda k: self._retriever(k).retrieve(bundle), call)
+        results = self._aggregate(lambda: self._search(bundle), call)
         self._report(call, results)
         return results
 
@@ -472,12 +384,10 @@ class SpireRetriever(BaseRetriever):
             embedding = await embed.aget_agg_embedding_from_queries(bundle.embedding_strs)
             bundle = dataclasses.replace(bundle, embedding=embedding)
         loop = asyncio.get_running_loop()
-
-        def run(k: int) -> Sequence[NodeWithScore]:
-            return asyncio.run_coroutine_threadsafe(self._retriever(k).aretrieve(bundle), loop).result()
-
         call = _Call(bundle.query_str)
-        results = await loop.run_in_executor(aggregation_pool(), self._aggregate, run, call)
+        results = await loop.run_in_executor(
+            aggregation_pool(), self._aggregate, lambda: self._search(bundle, loop), call
+        )
         self._report(call, results)
         return results
 

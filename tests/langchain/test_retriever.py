@@ -211,3 +211,25 @@ async def test_many_concurrent_async_queries(retriever: SpireRetriever) -> None:
     # (the default executor deadlocks here; the wait only turns a hang into a failure)
     results = await asyncio.wait_for(asyncio.gather(*(retriever.ainvoke(q) for q in queries)), timeout=120)
     assert all(r and r[0].metadata["spire_doc_id"] == "coffee.html" for r in results)
+
+
+def test_one_store_search_per_question_whatever_the_rounds(
+    retriever: SpireRetriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[int] = []
+    search = InMemoryVectorStore.similarity_search_with_score
+
+    def counted(self: InMemoryVectorStore, query: str, k: int = 4, **kwargs: object) -> object:
+        asked.append(k)
+        return search(self, query, k, **kwargs)
+
+    monkeypatch.setattr(InMemoryVectorStore, "similarity_search_with_score", counted)
+    wide = retriever.model_copy(update={"first_k": 2, "max_rounds": 4, "budget": 5000})
+    once = wide.retrieve("brewing water minutes degrees")
+    assert asked == [16]  # one search (one query embedding), for the widest round: 2 << 3
+    # the same results as a search per round (the store's order is the same for every k)
+    monkeypatch.setattr(SpireRetriever, "_once", lambda self, raw: raw)
+    asked.clear()
+    per_round = wide.retrieve("brewing water minutes degrees")
+    assert len(asked) > 1
+    assert [(s.doc_id, s.paths, s.text) for s in once] == [(s.doc_id, s.paths, s.text) for s in per_round]

@@ -1,0 +1,109 @@
+"""The sentence search of SpireRetriever: one vector query per retrieval, nodes fetched as rounds need them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.core.vector_stores.types import VectorStoreQuery
+
+from spire_llamaindex import SpireRetriever, Store
+from spire_llamaindex.array_store import ArrayVectorStore
+from spire_llamaindex.retriever import result_node
+
+from .conftest import QUESTION
+
+#: a budget no few hits fill, so the prefix grows for every round
+WIDE: dict[str, Any] = dict(budget=20_000, first_k=4, max_rounds=4)
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.queries: list[int] = []
+        self.fetched: list[str] = []
+        self.rounds: list[int] = []
+
+
+@pytest.fixture
+def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
+    seen = Counts()
+    query, get_nodes, hits = ArrayVectorStore.query, SimpleDocumentStore.get_nodes, SpireRetriever._hits
+
+    def counted_query(self: ArrayVectorStore, q: VectorStoreQuery, **kwargs: Any) -> Any:
+        seen.queries.append(q.similarity_top_k)
+        return query(self, q, **kwargs)
+
+    def counted_get_nodes(self: SimpleDocumentStore, node_ids: list[str], raise_error: bool = True) -> Any:
+        seen.fetched.extend(node_ids)
+        return get_nodes(self, node_ids, raise_error=raise_error)
+
+    def counted_hits(self: SpireRetriever, nodes: Any, call: Any, k: int) -> Any:
+        seen.rounds.append(k)
+        return hits(self, nodes, call, k)
+
+    monkeypatch.setattr(ArrayVectorStore, "query", counted_query)
+    monkeypatch.setattr(SimpleDocumentStore, "get_nodes", counted_get_nodes)
+    monkeypatch.setattr(SpireRetriever, "_hits", counted_hits)
+    return seen
+
+
+def test_one_vector_query_per_retrieval_and_each_rounds_nodes_fetched_once(example: Store, counts: Counts) -> None:
+    results = example.retriever(**WIDE).retrieve_subdocuments(QUESTION)
+    assert results
+    assert counts.rounds == [4, 8, 16, 32]  # the budget is never filled: every round runs
+    assert counts.queries == [32]  # one query, for the widest round
+    assert len(counts.fetched) == len(set(counts.fetched)) == 32  # each rank's node fetched once
+
+
+def test_rounds_that_stop_early_fetch_only_their_prefix(example: Store, counts: Counts) -> None:
+    example.retriever(budget=60, first_k=4, max_rounds=4).retrieve_subdocuments(QUESTION)
+    assert counts.queries == [32]
+    assert len(counts.rounds) < 4 and len(counts.fetched) == counts.rounds[-1]
+
+
+def test_the_widest_query_sliced_gives_what_one_ranked_list_gives(example: Store) -> None:
+    mine = example.retriever(**WIDE).retrieve_subdocuments(QUESTION)
+    plain = SpireRetriever(example.index.as_retriever(similarity_top_k=32), example.index.docstore, **WIDE)
+    theirs = plain.retrieve_subdocuments(QUESTION)
+    assert [(s.doc_id, s.paths, s.text, s.score) for s in mine] == [
+        (s.doc_id, s.paths, s.text, s.score) for s in theirs
+    ]
+
+
+async def test_async_search_queries_once_too(example: Store, counts: Counts) -> None:
+    retriever = example.retriever(**WIDE)
+    sync = retriever.retrieve_subdocuments(QUESTION)
+    counts.queries.clear()
+    asynchronous = await retriever.aretrieve_subdocuments(QUESTION)
+    assert counts.queries == [32]
+    assert [(s.doc_id, s.paths, s.text) for s in sync] == [(s.doc_id, s.paths, s.text) for s in asynchronous]
+
+
+class CountingDocstore(SimpleDocumentStore):
+    reads: int = 0
+
+    def get_document(self, doc_id: str, raise_error: bool = True) -> Any:
+        self.reads += 1
+        return super().get_document(doc_id, raise_error=raise_error)
+
+    def get_document_hash(self, doc_id: str) -> str | None:
+        self.reads += 1
+        return super().get_document_hash(doc_id)
+
+
+def test_result_nodes_take_their_source_from_the_parse_served(example: Store) -> None:
+    docstore = CountingDocstore()
+    docstore.add_documents(list(example.index.docstore.docs.values()))
+    retriever = SpireRetriever(example.index, docstore, budget=600)
+    first = retriever.retrieve(QUESTION)  # parses its pages (reading them and their hashes)
+    docstore.reads = 0
+    again = retriever.retrieve(QUESTION)
+    assert docstore.reads == 0  # neither the hits nor the result nodes went back to the docstore
+    assert [n.node.node_id for n in again] == [n.node.node_id for n in first]
+    for n, sub in zip(again, retriever.retrieve_subdocuments(QUESTION), strict=True):
+        stored = docstore.docs[sub.doc_id]
+        expected = result_node(sub, stored, source_hash=stored.hash).node  # built from the stored node itself
+        assert n.node.source_node is not None and n.node.source_node.hash == stored.hash
+        assert n.node.metadata == expected.metadata and n.node.source_node.node_type == stored.get_type()
+        assert n.node.excluded_llm_metadata_keys == expected.excluded_llm_metadata_keys
