@@ -12,7 +12,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import VectorStoreQueryResult
 
 #: how often a question's vector query is tried when the store changed under it (every round
-#: shares the one query; the backoffs between tries add up to one second at most)
+#: shares the one query; the backoffs between tries add up to about one second at most)
 QUERY_TRIES = 12
 
 
@@ -110,7 +110,7 @@ class Ranking:
         """The docstore ids of the ranks up to ``k`` not fetched yet (none when the store keeps text)."""
         assert self.result is not None
         nodes_dict = self.search._index.index_struct.nodes_dict
-        return [nodes_dict[i] for i in (self.result.ids or [])[self.fetched : k] if i in nodes_dict]
+        return [n for i in (self.result.ids or [])[self.fetched : k] if (n := nodes_dict.get(i)) is not None]
 
     def _add(self, k: int, fetched: list[BaseNode]) -> bool:
         """Add the ``fetched`` nodes of the ranks up to ``k``; False (query again) when one is

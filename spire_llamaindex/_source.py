@@ -100,8 +100,8 @@ class SourceDocuments:
         #: doc id -> (hash, parse, its source node without the text) last served after both
         #: hash checks (as many as the cache holds)
         self._verified: LRU[str, tuple[str | None, Document, BaseNode | None]] = LRU(maxsize)
-        #: source nodes read by parses not yet served (without their text)
-        self._loaded: dict[str, BaseNode] = {}
+        #: doc id -> (hash, source node without the text) read by the last parse not yet served
+        self._loaded: dict[str, tuple[str, BaseNode]] = {}
         self._lock = Lock()
 
     def __contains__(self, doc_id: object) -> bool:
@@ -130,7 +130,8 @@ class SourceDocuments:
             self._hashes.pop(doc_id, None)
         else:
             with self._lock:
-                node = self._loaded.pop(doc_id, None)
+                loaded = self._loaded.pop(doc_id, None)
+                node = loaded[1] if loaded is not None and loaded[0] == current else None
                 held = self._verified.get(doc_id)
                 if node is None and held is not None and held[1] is doc:
                     node = held[2]
@@ -168,7 +169,7 @@ class SourceDocuments:
         text = source_text(node)
         card = node.model_copy()  # shallow: what a result node takes from its source, not the page
         card.set_content("")
-        with self._lock:
-            self._loaded[doc_id] = card
+        with self._lock:  # kept for the version it is: a concurrent read of another one is told apart
+            self._loaded[doc_id] = (node.hash, card)
         # parse_page (the cache's parser) tells HTML, Markdown and plain text apart by itself
         return text_to_html(text) if says_plain_text(node.metadata) else text
