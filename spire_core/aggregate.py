@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TypeVar
 
 from .citation import Citation
 from .context import HTML, Policy
@@ -321,6 +322,26 @@ def aggregate(
             break
         k *= 2
     return state.result()
+
+
+T = TypeVar("T")
+
+
+def searched_once(search: Callable[[int], Sequence[T]], widest: int) -> Callable[[int], Sequence[T]]:
+    """``search`` (``n -> the n best``) asked once, for ``widest`` (what the last round could
+    need), and sliced for every round: asked again only for a round wanting more than that, while
+    the store may hold more (it gave all it was asked for)."""
+    asked = 0
+    found: Sequence[T] = ()
+
+    def ranked(n: int) -> Sequence[T]:
+        nonlocal asked, found
+        if n > asked and len(found) >= asked:
+            asked = max(n, widest)
+            found = search(asked)
+        return found[:n]
+
+    return ranked
 
 
 @cache

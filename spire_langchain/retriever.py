@@ -33,7 +33,7 @@ from spire_core import (
     unit_id,
 )
 from spire_core import Document as SpireDocument
-from spire_core.aggregate import aggregation_pool
+from spire_core.aggregate import aggregation_pool, searched_once
 from spire_core.decoding import decode
 from spire_core.model import Precision, model_path, torch_dtype
 from spire_core.options import (
@@ -449,23 +449,12 @@ class SpireRetriever(BaseRetriever):
         return hits
 
     def _once(self, raw: Callable[[int], Scored]) -> Callable[[int], Scored]:
-        """``raw`` asked once, for as many hits as the last round could need, and sliced for every
-        round (asked again only by a wider over-fetch); an MMR search, whose picks depend on the
-        number asked for, is asked per round."""
+        """``raw`` asked once per question (:func:`spire_core.aggregate.searched_once`); an MMR search,
+        whose picks depend on the number asked for, is asked per round."""
         if self.search_type == "mmr":
             return raw
-        widest = self.first_k << (self.max_rounds - 1)
-        asked = 0
-        pairs: Scored = []
-
-        def ranked(n: int) -> Scored:
-            nonlocal asked, pairs
-            if n > asked and len(pairs) >= asked:  # more wanted, and the store may hold more
-                asked = max(n, widest)
-                pairs = raw(asked)
-            return pairs[:n]
-
-        return ranked
+        once = searched_once(raw, self.first_k << (self.max_rounds - 1))
+        return lambda n: list(once(n))
 
     def _search(
         self, query: str, raw: Callable[[int], Scored], max_sources: int | None, documents: _Pinned

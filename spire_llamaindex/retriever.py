@@ -37,7 +37,7 @@ from spire_core import (
     to_metadata,
     unit_id,
 )
-from spire_core.aggregate import aggregation_pool, seed_indices
+from spire_core.aggregate import aggregation_pool, searched_once, seed_indices
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
 from spire_core.passages import PassageHit, expand
 from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, members_of, unit_of, user_metadata
@@ -275,17 +275,11 @@ class SpireRetriever(BaseRetriever):
                 return ranking.top
             return lambda k: asyncio.run_coroutine_threadsafe(ranking.atop(k), loop).result()
         retriever = self.index if isinstance(self.index, BaseRetriever) else self.index(widest)
-        ranked: list[Sequence[NodeWithScore]] = []
-
-        def top(k: int) -> Sequence[NodeWithScore]:
-            if not ranked:
-                if loop is None:
-                    ranked.append(retriever.retrieve(bundle))
-                else:
-                    ranked.append(asyncio.run_coroutine_threadsafe(retriever.aretrieve(bundle), loop).result())
-            return ranked[0][:k]
-
-        return top
+        if loop is None:
+            return searched_once(lambda _: retriever.retrieve(bundle), widest)
+        return searched_once(
+            lambda _: asyncio.run_coroutine_threadsafe(retriever.aretrieve(bundle), loop).result(), widest
+        )
 
     def _hits(self, nodes: Sequence[NodeWithScore], call: _Call, k: int) -> list[Hit]:
         documents = call.documents or _Pinned(self.sources)

@@ -294,3 +294,20 @@ def test_memoised_aggregation_delivers_what_a_fresh_page_does() -> None:
     again = aggregate(hits, documents={"foo": doc}, budget=60)  # every seed's indices and context memoised now
     fresh = aggregate(hits, documents={"foo": parse_html(FOO, doc_id="foo")}, budget=60)
     assert first == again == fresh
+
+
+def test_searched_once_asks_once_and_again_only_for_more_than_it_holds() -> None:
+    from spire_core.aggregate import searched_once
+
+    asked: list[int] = []
+
+    def search(n: int) -> list[int]:
+        asked.append(n)
+        return list(range(min(n, 100)))  # a store of 100 entries, best first
+
+    ranked = searched_once(search, 32)
+    assert [ranked(k) for k in (4, 8, 32)] == [list(range(4)), list(range(8)), list(range(32))]
+    assert asked == [32]
+    assert ranked(64) == list(range(64)) and asked == [32, 64]  # a round wanting more: asked again
+    assert ranked(256) == list(range(100)) and asked == [32, 64, 256]
+    assert ranked(512) == list(range(100)) and asked == [32, 64, 256]  # the store gave all it holds
