@@ -114,10 +114,9 @@ class SourceDocuments:
         that version without asking the docstore (the query path's per-hit round trips).
         """
         if expected_hash is not None:
-            with self._lock:
-                verified = self._verified.get(doc_id)
-            if verified is not None and verified[0] == expected_hash and self.cache.cached(doc_id) is verified[1]:
-                return verified[1]
+            held = self._held(doc_id)
+            if held is not None and held[0] == expected_hash:
+                return held[1]
         current = self.docstore.get_document_hash(doc_id)
         if self._hashes.get(doc_id, current) != current:
             self.cache.invalidate(doc_id)
@@ -142,15 +141,20 @@ class SourceDocuments:
         """The source node of ``doc_id`` (its text left out) and its hash, for a result node: those
         of the parse last served while it is held (the version the result was rendered from),
         else the docstore's (None for a page that is not stored)."""
-        with self._lock:
-            held = self._verified.get(doc_id)
-        if held is not None and held[2] is not None and self.cache.cached(doc_id) is held[1]:
+        held = self._held(doc_id)
+        if held is not None and held[2] is not None:
             return held[2], held[0]
         try:
             node: BaseNode | None = self.node(doc_id)
         except MissingSourceError:
             node = None
         return node, self.docstore.get_document_hash(doc_id)
+
+    def _held(self, doc_id: str) -> tuple[str | None, Document, BaseNode | None] | None:
+        """The entry last served for ``doc_id`` (hash, parse, source node) while its parse is still cached."""
+        with self._lock:
+            held = self._verified.get(doc_id)
+        return held if held is not None and self.cache.cached(doc_id) is held[1] else None
 
     def node(self, doc_id: str) -> BaseNode:
         """The stored source node (a LlamaIndex ``Document``) of ``doc_id``."""
