@@ -85,9 +85,11 @@ def test_queries_during_add_documents_see_the_old_page_or_the_new_one(keyword_em
     with frequent_switches():
         for t in readers:
             t.start()
+        # writes go on until both sides have done enough (a fast writer can make its updates
+        # before slow readers finish 20 queries), or for 6 seconds at most
         deadline, updates = time.monotonic() + 6, 0
         try:
-            while updates < 300 and time.monotonic() < deadline:
+            while (updates < 300 or queries[0] < 40) and time.monotonic() < deadline:
                 assert retriever.add_documents([Document(page_content=NEW if updates % 2 == 0 else OLD, id=PAGE)])
                 updates += 1
         finally:

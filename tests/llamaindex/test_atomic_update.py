@@ -139,9 +139,11 @@ def test_queries_during_update_index_see_the_old_page_or_the_new_one() -> None:
     with frequent_switches():
         for t in readers:
             t.start()
+        # writes go on until both sides have done enough (a fast writer can make 200 updates
+        # before slow readers finish 20 queries), or for 6 seconds at most
         deadline, updates = time.monotonic() + 6, 0
         try:
-            while updates < 200 and time.monotonic() < deadline:
+            while (updates < 200 or queries[0] < 40) and time.monotonic() < deadline:
                 report = update_index(index, [revision(updates)], parser=parser)
                 assert report.updated == [PAGE]
                 updates += 1
