@@ -235,6 +235,22 @@ def test_rendered_tables_are_well_formed(html: str, data: st.DataObject) -> None
     assert "#" not in render(doc, picked, fmt="text")
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(html=html_pages(), data=st.data())
+def test_a_page_rendered_again_and_again_renders_as_a_fresh_parse_does(html: str, data: st.DataObject) -> None:
+    """Table renderings are remembered per page (by kept cells and format): on a page rendered
+    many times, in both formats and with its tables also inside a list item, every rendering
+    equals the rendering of a fresh parse that remembers nothing."""
+    inner = html.split("<body>", 1)[1].rsplit("</body>", 1)[0]
+    page = f"<html><body>{inner}<ul><li>In a list: {inner}</li></ul></body></html>"
+    warm = parse_html(page)
+    paths = list(warm.paths())
+    for _ in range(5):
+        picked = global_context(warm, data.draw(st.frozensets(st.sampled_from(paths), max_size=8)))
+        for fmt in ("markdown", "text"):
+            assert render(warm, picked, fmt=fmt) == render(parse_html(page), picked, fmt=fmt)
+
+
 # -- golden files on real pages --------------------------------------------------------
 GOLDEN_CASES = {
     "postgresql-wal.html": [
