@@ -42,8 +42,31 @@ def down_indices(doc: Document, nodes: Iterable[int]) -> set[int]:
 
 def link_indices(doc: Document, nodes: Iterable[int]) -> set[int]:
     """Ancestor-descendant closure: ``up`` united with ``down``."""
-    nodes = list(nodes)
-    return up_indices(doc, nodes) | down_indices(doc, nodes)
+    return set(link_order(doc, nodes))
+
+
+def link_order(doc: Document, nodes: Iterable[int]) -> list[int]:
+    """:func:`link_indices` in document order, built in one pass over the sorted nodes.
+
+    A node that is not inside the last subtree listed brings its ancestors that are not
+    listed yet (exactly those after the last node listed: an ancestor before it encloses it,
+    and so is listed already), then its own subtree; both come after everything listed.
+    """
+    parent, end = doc.parent, doc.end
+    out: list[int] = []
+    last = -1  # the last node listed
+    for i in sorted(nodes):
+        if i <= last:  # inside the last subtree listed
+            continue
+        chain = []
+        a = parent[i]
+        while a > last:
+            chain.append(a)
+            a = parent[a]
+        out.extend(reversed(chain))
+        last = end[i] - 1
+        out.extend(range(i, last + 1))
+    return out
 
 
 def up(doc: Document, paths: Iterable[Path]) -> PathSet:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .document import HEADING_LEVELS, INLINE_TAGS, LRU, SENTINELS, Document, Memo, Path
 from .options import Fmt
-from .paths import link_indices
+from .paths import link_indices, link_order
 from .tables import Grid, grid
 
 _WS = re.compile(r"\s+")
@@ -68,7 +68,7 @@ def render_indices(
     """:func:`render` on node indices (no path conversion)."""
     if fmt not in ("markdown", "text"):
         raise ValueError(f"fmt must be 'markdown' or 'text', not {fmt!r}")
-    kept = sorted(link_indices(doc, nodes))
+    kept = link_order(doc, nodes)
     return _Renderer(doc, kept, fmt == "markdown", _marks(doc, kept, labels or {}, markers or {})).run()
 
 
