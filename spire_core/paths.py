@@ -58,14 +58,18 @@ def link_order(doc: Document, nodes: Iterable[int]) -> list[int]:
     for i in sorted(nodes):
         if i <= last:  # inside the last subtree listed
             continue
-        chain = []
         a = parent[i]
-        while a > last:
-            chain.append(a)
-            a = parent[a]
-        out.extend(reversed(chain))
-        last = end[i] - 1
-        out.extend(range(i, last + 1))
+        if a > last:  # (most often, the parent is listed: no chain to build)
+            chain = [a]
+            while (a := parent[a]) > last:
+                chain.append(a)
+            out.extend(reversed(chain))
+        e = end[i]
+        if e == i + 1:
+            out.append(i)
+        else:
+            out.extend(range(i, e))
+        last = e - 1
     return out
 
 
