@@ -343,7 +343,7 @@ def _admitted_tables(results: Sequence[Subdocument], docs: Mapping[str, Document
     for r in results:
         doc = docs[r.doc_id]
         for c in r.citations:
-            for i in doc.indices(c.paths):
+            for i in seed_indices(doc, c.paths)[0]:
                 cell = _cell_of(doc, i)
                 if cell is None:
                     continue
@@ -659,26 +659,42 @@ def _view_cells(
     def cells_of(rs: Iterable[int], cols: Iterable[int]) -> set[int]:
         return {g.at[(r, col)] for r in rs for col in cols if (r, col) in g.at}
 
-    def estimate(rs: Sequence[int], cols: Sequence[int]) -> int:
-        """Cell words, a pipe per cell and row, the header line and its rule (the Markdown table's cost)."""
-        for c in cells_of([*g.header_rows, *rs], cols):
+    def counted(cells: Iterable[int]) -> int:
+        """The cells' words (each cell counted once per view)."""
+        total = 0
+        for c in cells:
             if c not in words:
                 words[c] = size(doc.subtree_text(c))
-        text = sum(words[c] for c in cells_of([*g.header_rows, *rs], cols))
-        return text + (len(rs) + 1) * (len(cols) + 1) + 4 * len(cols) + 1
+            total += words[c]
+        return total
 
-    cols = first
-    while len(cols) > 1 and estimate(rows[:1], cols) > budget:
+    def estimate(cell_words: int, rows: int, cols: int) -> int:
+        """Cell words, a pipe per cell and row, the header line and its rule (the Markdown table's cost)."""
+        return cell_words + (rows + 1) * (cols + 1) + 4 * cols + 1
+
+    cols, top = first, rows[:1]
+    while len(cols) > 1 and estimate(counted(cells_of([*g.header_rows, *top], cols)), len(top), len(cols)) > budget:
         cols = cols[:-1]
+    # rows, then columns, are taken while the view fits: its cells and words grow by each one's new cells
+    shown = cells_of(g.header_rows, cols)
+    shown_words = counted(shown)
     taken: list[int] = []
     for r in rows:
-        if estimate([*taken, r], cols) > budget:
+        new = cells_of([r], cols) - shown
+        more = counted(new)
+        if estimate(shown_words + more, len(taken) + 1, len(cols)) > budget:
             break
         taken.append(r)
+        shown |= new
+        shown_words += more
     if len(taken) == len(rows):
         for col in rest:
-            if estimate(taken, [*cols, col]) <= budget:
+            new = cells_of([*g.header_rows, *taken], [col]) - shown
+            more = counted(new)
+            if estimate(shown_words + more, len(taken), len(cols) + 1) <= budget:
                 cols = [*cols, col]
+                shown |= new
+                shown_words += more
     cells = cells_of(taken, cols)
     text = _view_text(doc, cells, policy, fmt)
     while len(taken) > 1 and size(text) > budget:
@@ -689,8 +705,9 @@ def _view_cells(
 
 
 def _view_text(doc: Document, cells: Iterable[int], policy: Policy, fmt: Fmt) -> str:
-    """The rendering of whole ``cells`` with their global context."""
-    return render_indices(doc, policy.indices(doc, _subtrees(doc, cells)), fmt=fmt)
+    """The rendering of whole ``cells`` with their global context (memoised: fitting the views
+    under the budget needs the same context again, as the view citation's own)."""
+    return render_indices(doc, own_context(doc, policy, frozenset(_subtrees(doc, cells))), fmt=fmt)
 
 
 def _subtrees(doc: Document, cells: Iterable[int]) -> set[int]:
