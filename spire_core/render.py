@@ -22,7 +22,6 @@ from .options import Fmt
 from .paths import link_indices, link_order
 from .tables import Grid, grid
 
-_WS = re.compile(r"\s+")
 _BACKTICKS = re.compile(r"`+")
 _TIGHT = frozenset({"li", "dt", "dd"})
 _LISTS = frozenset({"ul", "ol", "menu"})
@@ -125,7 +124,7 @@ class _Renderer:
     def flush(self, heading: int = 0, tight: bool = False) -> None:
         if not self.buf:
             return
-        text = _WS.sub(" ", "".join(self.buf)).strip()
+        text = " ".join("".join(self.buf).split())  # whitespace collapsed (what regex \s matches)
         self.buf.clear()
         if not text:
             return
@@ -150,8 +149,8 @@ class _Renderer:
 
     # -- traversal -------------------------------------------------------------------
     def run(self) -> str:
-        doc, kept = self.doc, self.kept
-        open_: list[tuple[int, int]] = []  # (subtree end, index) of open elements
+        doc, kept, buf, texts = self.doc, self.kept, self.buf, self.doc.text
+        open_: list[tuple[int, int]] = []  # (subtree end, index) of open block elements
         k = 0
         while k < len(kept):
             i = kept[k]
@@ -159,9 +158,11 @@ class _Renderer:
                 self.close(open_.pop()[1])
             tag = doc.tag[i]
             if tag is None:
-                self.buf.append(self.inline(i))
+                buf.append(self.inline(i) if self.marked else texts[i])
             elif tag in SENTINELS or tag == "br":
-                self.buf.append(" ")
+                buf.append(" ")
+            elif tag in INLINE_TAGS:  # rendered as its text: nothing opens or closes
+                pass
             elif tag == "table":
                 self.flush()
                 self.table(i)
@@ -248,7 +249,7 @@ class _Renderer:
                 parts.append(self.inline(j))
             elif tag not in INLINE_TAGS or tag in SENTINELS or tag == "br":
                 parts.append(" ")
-        text = _WS.sub(" ", "".join(parts)).strip()
+        text = " ".join("".join(parts).split())
         if whole:
             _CELL_TEXT(self.doc)[cell] = text
         return text
