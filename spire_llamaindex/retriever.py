@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import operator
 import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -139,6 +140,9 @@ class _Call:
     stale: set[str] = dataclasses.field(default_factory=set)
     #: pages with hits that are nodes of the page as read
     valid: set[str] = dataclasses.field(default_factory=set)
+    #: the nodes this try's rounds converted so far, and the passage hits they gave
+    ranked: list[NodeWithScore] = dataclasses.field(default_factory=list)
+    found: list[PassageHit] = dataclasses.field(default_factory=list)
 
     def again(self) -> bool:
         """Whether the retrieval is worth one more try: a page was replaced or removed while it ran
@@ -283,8 +287,10 @@ class SpireRetriever(BaseRetriever):
 
     def _hits(self, nodes: Sequence[NodeWithScore], call: _Call, k: int) -> list[Hit]:
         documents = call.documents or _Pinned(self.sources)
-        found: list[PassageHit] = []
-        for n in nodes:
+        if len(call.ranked) > len(nodes) or not all(map(operator.is_, call.ranked, nodes)):
+            call.ranked, call.found = [], []  # not the prefix converted so far (the query was run again)
+        found = call.found  # an earlier round's prefix is converted once: its pages are pinned for the try
+        for n in nodes[len(call.ranked) :]:
             meta = n.node.metadata
             unit = unit_of(meta)
             if unit is None:
@@ -305,6 +311,7 @@ class SpireRetriever(BaseRetriever):
                 continue
             call.valid.add(doc_id)
             found.append(PassageHit(doc_id, members_of(meta, paths), float(n.score or 0.0)))
+        call.ranked = list(nodes)
         call.hits = max(call.hits, len(nodes))
         # a passage's hit is one per member sentence, the best first: citations stay sentences
         return expand(found, query=call.query, documents=documents, order="overlap", limit=k)
@@ -319,6 +326,7 @@ class SpireRetriever(BaseRetriever):
             log.debug("SpireRetriever: pages changed during the query, searching again: %s", call.stale or call.missing)
             call.documents, call.hits = None, 0
             call.missing, call.stale, call.valid = set(), set(), set()
+            call.ranked, call.found = [], []
         return self._aggregate_once(search(), call)
 
     def _aggregate_once(self, top: Top, call: _Call) -> list[Subdocument]:
