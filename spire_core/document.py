@@ -222,14 +222,14 @@ class Document:
             base = tuple(reversed(out))
             if len(base) <= 64:
                 memo[parent] = base
-        return (*base, self.pos[index])
+        return base + (self.pos[index],)  # noqa: RUF005 (concatenation: twice as fast as unpacking)
 
     def indices(self, paths: Iterable[Path]) -> set[int]:
         """Indices of ``paths``; raises :class:`UnknownPathError` for a path not in the document."""
         return {self.index(tuple(p)) for p in paths}
 
     def to_paths(self, indices: Iterable[int]) -> frozenset[Path]:
-        return frozenset(self.path(i) for i in indices)
+        return frozenset(map(self.path, indices))
 
     def get(self, path: Path) -> Node:
         """The node at ``path``."""
