@@ -531,6 +531,8 @@ def _data_rows(doc: Document, g: Grid) -> int:
 _DATA_ROWS: Memo[dict[int, int]] = Memo(lambda doc: {})
 #: the page's tables, in document order
 _TABLES: Memo[list[int]] = Memo(lambda doc: [i for i, tag in enumerate(doc.tag) if tag == "table"])
+#: (size function, cell) -> the size of the cell's text (what a view's estimate counts)
+_CELL_WORDS: Memo[dict[tuple[SizeFn, int], int]] = Memo(lambda doc: {})
 
 
 #: Body rows a table needs for a view (fewer leave nothing to order).
@@ -654,18 +656,19 @@ def _view_cells(
     rows = _row_order(body, {g.cells[c][0] for c in admitted} | _matching_rows(doc, g, body, lexicon), shape, extremes)
     first = list(dict.fromkeys([key, *named, *sorted(g.cells[c][1] for c in admitted)]))
     rest = [c for c in range(g.width()) if c not in first]
-    words: dict[int, int] = {}
+    words = _CELL_WORDS(doc)
 
     def cells_of(rs: Iterable[int], cols: Iterable[int]) -> set[int]:
         return {g.at[(r, col)] for r in rs for col in cols if (r, col) in g.at}
 
     def counted(cells: Iterable[int]) -> int:
-        """The cells' words (each cell counted once per view)."""
+        """The cells' words (each cell's memoised per page)."""
         total = 0
         for c in cells:
-            if c not in words:
-                words[c] = size(doc.subtree_text(c))
-            total += words[c]
+            n = words.get((size, c))
+            if n is None:
+                n = words[(size, c)] = size(doc.subtree_text(c))
+            total += n
         return total
 
     def estimate(cell_words: int, rows: int, cols: int) -> int:
