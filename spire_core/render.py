@@ -35,7 +35,7 @@ _CELL_TEXT: Memo[dict[int, str]] = Memo(lambda doc: {})
 TABLE_MEMO_SIZE = 32
 #: (table, its kept nodes packed, markdown) -> the blocks it renders to (the list prefixes they
 #: carry are the table's ancestors', which every rendering keeps)
-_TABLES: Memo[LRU[tuple[int, bytes, bool], tuple[_Block, ...]]] = Memo(lambda doc: LRU(TABLE_MEMO_SIZE))
+_TABLE_BLOCKS: Memo[LRU[tuple[int, bytes, bool], tuple[_Block, ...]]] = Memo(lambda doc: LRU(TABLE_MEMO_SIZE))
 
 
 def render(
@@ -286,7 +286,7 @@ class _Renderer:
         if self.marked:
             self._table(t)
             return
-        memo = _TABLES(self.doc)
+        memo = _TABLE_BLOCKS(self.doc)
         key = (t, array("i", self.kept_in(t)).tobytes(), self.markdown)
         blocks = memo.get(key)
         if blocks is None:
