@@ -283,26 +283,27 @@ class _Renderer:
         self.blocks.append(_Block(f"{lead}{fence}\n{body}\n{lead}{fence}" if self.markdown else body, False))
 
     def table(self, t: int) -> None:
+        kept = self.kept_in(t)
         if self.marked:
-            self._table(t)
+            self._table(t, kept)
             return
         memo = _TABLE_BLOCKS(self.doc)
-        key = (t, array("i", self.kept_in(t)).tobytes(), self.markdown)
+        key = (t, array("i", kept).tobytes(), self.markdown)
         blocks = memo.get(key)
         if blocks is None:
             start = len(self.blocks)
-            self._table(t)
+            self._table(t, kept)
             blocks = memo[key] = tuple(self.blocks[start:])
         else:
             self.blocks.extend(blocks)
 
-    def _table(self, t: int) -> None:
+    def _table(self, t: int, kept: list[int]) -> None:
+        """Render the table at ``t`` from its ``kept`` nodes."""
         doc = self.doc
         g = grid(doc, t)
-        keep = set(self.kept_in(t))
-        if g.caption is not None and g.caption in keep:
+        if g.caption is not None and g.caption in kept:
             self.blocks.append(_Block("".join(self.prefix) + self.cell_text(g.caption), False))
-        cells = [c for c in self.kept_in(t) if c in g.cells]
+        cells = [c for c in kept if c in g.cells]
         if not cells:
             return
         cols = sorted({g.cells[c][1] for c in cells})  # a spanning cell shows in its first column

@@ -326,11 +326,11 @@ class SpireRetriever(BaseRetriever):
             log.debug("SpireRetriever: pages changed during the query, searching again: %s", call.stale or call.missing)
             call.documents, call.hits = None, 0
             call.missing, call.stale, call.valid = set(), set(), set()
-            call.ranked, call.found = [], []
         return self._aggregate_once(search(), call)
 
     def _aggregate_once(self, top: Top, call: _Call) -> list[Subdocument]:
         documents = call.documents = _Pinned(self.sources)
+        call.ranked, call.found = [], []  # this try's conversions (its pages pinned anew)
         results = aggregate(
             lambda k: self._hits(top(k), call, k),
             documents=documents,
