@@ -10,10 +10,10 @@ import json
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 
-from spire_core import HTML, NONE, Citation, Document, Hit, Policy, Subdocument, aggregate, approx_tokens, seeds
+from spire_core import HTML, NONE, Citation, Document, Policy, Subdocument, aggregate, approx_tokens, seeds
 from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
-from spire_core.passages import PassageHit, expand
+from spire_core.passages import PassageHit, sentence_search
 from spire_core.results import subdocuments
 from spire_core.table_view import table_views
 
@@ -80,11 +80,11 @@ class Spire(System):
         def documents(pid: str) -> Document:
             return pages[pid].document
 
-        def search(k: int) -> list[Hit]:
-            found = [PassageHit(u.doc, u.members or (u.paths,), score) for u, score in ranking.top(k)]
-            return expand(found, query=query, documents=documents, order="overlap", limit=k)
+        def search(n: int) -> list[PassageHit]:
+            return [PassageHit(u.doc, u.members or (u.paths,), score) for u, score in ranking.top(n)]
 
-        results = aggregate(search, documents=documents, budget=budget, size=approx_tokens, policy=self.policy)
+        hits = sentence_search(search, query=query, documents=documents, order="overlap")
+        results = aggregate(hits, documents=documents, budget=budget, size=approx_tokens, policy=self.policy)
         if self.tables:
             results = table_views(query, results, documents, budget=budget, size=approx_tokens, policy=self.policy)
         return results

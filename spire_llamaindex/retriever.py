@@ -28,7 +28,6 @@ from spire_core import (
     BudgetError,
     Citation,
     Document,
-    Hit,
     MissingSourceError,
     Policy,
     Subdocument,
@@ -40,7 +39,7 @@ from spire_core import (
 )
 from spire_core.aggregate import aggregation_pool, searched_once, seed_indices
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
-from spire_core.passages import PassageHit, expand
+from spire_core.passages import PassageHit, sentence_search
 from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, members_of, unit_of, user_metadata
 from spire_core.size import SizeFn
 from spire_core.table_view import table_views
@@ -274,7 +273,7 @@ class SpireRetriever(BaseRetriever):
         searches run on it (async retrieval; this is then called from another thread)."""
         widest = self.first_k << (self.max_rounds - 1)
         if isinstance(self.index, VectorStoreIndex):
-            ranking = Ranking(self.index, bundle, widest, self.retriever_kwargs)
+            ranking = Ranking(self.index, bundle, widest, self.retriever_kwargs, first=self.first_k)
             if loop is None:
                 return ranking.top
             return lambda k: asyncio.run_coroutine_threadsafe(ranking.atop(k), loop).result()
@@ -285,7 +284,8 @@ class SpireRetriever(BaseRetriever):
             lambda _: asyncio.run_coroutine_threadsafe(retriever.aretrieve(bundle), loop).result(), widest
         )
 
-    def _hits(self, nodes: Sequence[NodeWithScore], call: _Call, k: int) -> list[Hit]:
+    def _passages(self, nodes: Sequence[NodeWithScore], call: _Call) -> list[PassageHit]:
+        """The passage hits of ``nodes`` (a round's prefix of the ranking) whose pages hold them."""
         documents = call.documents or _Pinned(self.sources)
         if len(call.ranked) > len(nodes) or not all(map(operator.is_, call.ranked, nodes)):
             call.ranked, call.found = [], []  # not the prefix converted so far (the query was run again)
@@ -313,8 +313,7 @@ class SpireRetriever(BaseRetriever):
             found.append(PassageHit(doc_id, members_of(meta, paths), float(n.score or 0.0)))
         call.ranked = list(nodes)
         call.hits = max(call.hits, len(nodes))
-        # a passage's hit is one per member sentence, the best first: citations stay sentences
-        return expand(found, query=call.query, documents=documents, order="overlap", limit=k)
+        return found
 
     def _aggregate(self, search: Callable[[], Top], call: _Call) -> list[Subdocument]:
         """Aggregate the hits of a fresh ``search()`` (``k -> nodes``), tried again (up to :data:`_TRIES`
@@ -331,8 +330,12 @@ class SpireRetriever(BaseRetriever):
     def _aggregate_once(self, top: Top, call: _Call) -> list[Subdocument]:
         documents = call.documents = _Pinned(self.sources)
         call.ranked, call.found = [], []  # this try's conversions (its pages pinned anew)
+        # a passage's hit is one per member sentence, the best first: citations stay sentences
+        hits = sentence_search(
+            lambda n: self._passages(top(n), call), query=call.query, documents=documents, order="overlap"
+        )
         results = aggregate(
-            lambda k: self._hits(top(k), call, k),
+            hits,
             documents=documents,
             budget=self.budget,
             size=self.size,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from spire_core import HEADERS, HTML, Document, aggregate, approx_tokens, global_context, parse_html, render, sentences
 from spire_core.errors import PathFormatError
@@ -155,6 +156,31 @@ def test_every_citation_of_the_passage_index_is_a_sentence_path_set_rendering_it
         assert _ws(sentence.text) in _ws(c.text)
         assert c.text == render(doc, global_context(doc, c.paths, HTML))
     assert sum(approx_tokens(r.text) for r in results) <= 800
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("ab"), st.lists(st.integers(0, 30), min_size=1, max_size=6)), max_size=40),
+    st.integers(1, 80),
+)
+def test_a_sentence_round_reads_only_the_passages_it_uses(ranked: list, k: int) -> None:
+    # members may repeat across passages (expand keeps a member's first place): the round must
+    # still give exactly what expanding the top k passages gives
+    hits = [
+        PassageHit(doc, tuple(frozenset({(m,)}) for m in dict.fromkeys(members)), 1.0 / (1 + i))
+        for i, (doc, members) in enumerate(ranked)
+    ]
+    asked: list[int] = []
+
+    def search(n: int) -> list[PassageHit]:
+        asked.append(n)
+        return hits[:n]
+
+    got = sentence_search(search)(k)
+    assert got == expand(hits[:k], limit=k)
+    assert max(asked) <= k
+    used = next((i + 1 for i in range(len(hits)) if len(expand(hits[: i + 1])) >= k), None)
+    if used is not None:  # doubling from 8 passages: never twice what the round uses
+        assert max(asked) < 2 * max(used, 8)
 
 
 def test_bad_options_are_refused() -> None:

@@ -1,4 +1,5 @@
-"""The sentence search of SpireRetriever: one vector query per retrieval, nodes fetched as rounds need them."""
+"""The sentence search of SpireRetriever: one vector query per retrieval, nodes fetched as rounds need them
+(a round reads the passages whose members it uses, not one passage per sentence it asks for)."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ class Counts:
     def __init__(self) -> None:
         self.queries: list[int] = []
         self.fetched: list[str] = []
-        self.rounds: list[int] = []
+        self.prefixes: list[int] = []  # the ranks a round's passages were read from
 
 
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     seen = Counts()
-    query, get_nodes, hits = ArrayVectorStore.query, SimpleDocumentStore.get_nodes, SpireRetriever._hits
+    query, get_nodes, passages = ArrayVectorStore.query, SimpleDocumentStore.get_nodes, SpireRetriever._passages
 
     def counted_query(self: ArrayVectorStore, q: VectorStoreQuery, **kwargs: Any) -> Any:
         seen.queries.append(q.similarity_top_k)
@@ -38,28 +39,32 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
         seen.fetched.extend(node_ids)
         return get_nodes(self, node_ids, raise_error=raise_error)
 
-    def counted_hits(self: SpireRetriever, nodes: Any, call: Any, k: int) -> Any:
-        seen.rounds.append(k)
-        return hits(self, nodes, call, k)
+    def counted_passages(self: SpireRetriever, nodes: Any, call: Any) -> Any:
+        seen.prefixes.append(len(nodes))
+        return passages(self, nodes, call)
 
     monkeypatch.setattr(ArrayVectorStore, "query", counted_query)
     monkeypatch.setattr(SimpleDocumentStore, "get_nodes", counted_get_nodes)
-    monkeypatch.setattr(SpireRetriever, "_hits", counted_hits)
+    monkeypatch.setattr(SpireRetriever, "_passages", counted_passages)
     return seen
 
 
 def test_one_vector_query_per_retrieval_and_each_rounds_nodes_fetched_once(example: Store, counts: Counts) -> None:
     results = example.retriever(**WIDE).retrieve_subdocuments(QUESTION)
     assert results
-    assert counts.rounds == [4, 8, 16, 32]  # the budget is never filled: every round runs
-    assert counts.queries == [32]  # one query, for the widest round
-    assert len(counts.fetched) == len(set(counts.fetched)) == 32  # each rank's node fetched once
+    assert counts.queries == [32]  # one query, for the widest round (the budget is never filled)
+    assert counts.prefixes == sorted(counts.prefixes) and max(counts.prefixes) <= 32
+    assert len(counts.fetched) == len(set(counts.fetched)) == max(counts.prefixes)  # each rank's node once
 
 
-def test_rounds_that_stop_early_fetch_only_their_prefix(example: Store, counts: Counts) -> None:
+def test_rounds_read_only_the_passages_they_use(example: Store, counts: Counts) -> None:
+    example.retriever(**WIDE).retrieve_subdocuments(QUESTION)
+    wide = len(counts.fetched)
+    assert wide < 32  # 32 sentence hits, from fewer passages: their members are sentences
+    counts.fetched.clear()
     example.retriever(budget=60, first_k=4, max_rounds=4).retrieve_subdocuments(QUESTION)
-    assert counts.queries == [32]
-    assert len(counts.rounds) < 4 and len(counts.fetched) == counts.rounds[-1]
+    assert counts.queries == [32, 32]
+    assert len(counts.fetched) <= 4 < wide  # a budget filled early reads the first round's passages at most
 
 
 def test_the_widest_query_sliced_gives_what_one_ranked_list_gives(example: Store) -> None:
