@@ -8,7 +8,8 @@ with ``dpkg -x`` under ``.cache/``, once), starts a throw-away Postgres with pgv
 (``pgserver``), and measures:
 
 - ingestion through :func:`spire_llamaindex.ray_ingest.ray_index` with 1 and 2 local workers
-  on the first ``--speed-pages`` pages, each run's cluster confined to as many cores as it has
+  on the first ``--speed-pages`` pages (360: start-up, mostly model loading, is a fixed 20-50 s
+  per run, a third of a 120-page run), each run's cluster confined to as many cores as it has
   workers (:func:`cores`): pages/s, units/s and seconds per stage;
 - peak memory of the driver (sampled during ingestion) and of one embedding worker;
 - the full corpus ingested with ``--workers`` workers: pages, units, database size on disk;
@@ -360,7 +361,7 @@ def table(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.split("\n\n")[0])
     p.add_argument("--pages", type=int, help="gold pages plus the first N others (default: the whole manual)")
-    p.add_argument("--speed-pages", type=int, default=120, help="pages of the 1-vs-2-worker runs (default 120)")
+    p.add_argument("--speed-pages", type=int, default=360, help="pages of the 1-vs-2-worker runs (default 360)")
     p.add_argument("--speed-workers", type=int, nargs="+", default=[1, 2], help="worker counts timed (default 1 2)")
     p.add_argument("--workers", type=int, default=2, help="workers of the corpus ingestion (default 2)")
     p.add_argument("--batch-pages", type=int, default=2, help="pages per Ray batch (default 2: many small batches)")

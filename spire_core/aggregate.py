@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
@@ -116,8 +116,8 @@ def seed_indices(doc: Document, paths: frozenset[Path]) -> tuple[set[int], froze
 _DELIVERED_DEPTH = 64
 
 
-def _undelivered(doc: Document, seed: set[int], context: set[int]) -> str:
-    """The text of ``seed`` that a rendering of ``context`` does not show yet (a rendering shows
+def _undelivered(doc: Document, seed: Iterable[int], context: set[int]) -> list[str]:
+    """The texts of ``seed`` that a rendering of ``context`` does not show yet (a rendering shows
     the subtrees of its nodes). On a very deep page a text node is assumed shown rather than
     walked to the root: this is a lower bound that may only let a hit through to the exact check."""
     parent = doc.parent
@@ -130,7 +130,13 @@ def _undelivered(doc: Document, seed: set[int], context: set[int]) -> str:
             j, depth = parent[j], depth + 1
         if j < 0:
             out.append(doc.text[i])
-    return " ".join(out)
+    return out
+
+
+def _least_added(size: SizeFn, texts: Sequence[str]) -> int:
+    """A lower bound of what a rendering grows by when it comes to show ``texts`` (from
+    :func:`_undelivered`): their tokens, less one per junction, where two texts may join into one word."""
+    return size(" ".join(texts)) - len(texts) + 1 if texts else 0
 
 
 class _Admission:
@@ -169,13 +175,18 @@ class _Admission:
             return 0  # one by one: the unknown hit is logged and skipped
         owns = [self.own(doc, f) for _, f in frozen]
         before = group.cost if group else 0
+        base = group.context if group else set()
         tried: dict[int, tuple[set[int], str, int] | None] = {}
 
         def fits(m: int) -> tuple[set[int], str, int] | None:
             """The union with the first ``m`` hits, its rendering and cost, if it fits the budget."""
             if m not in tried:
-                merged = self.merged(doc, group, owns[:m])
-                tried[m] = merged if self.total - before + merged[2] <= self.budget else None
+                added = set().union(*(own for own, _ in owns[:m])).difference(base)
+                if _least_added(self.size, _undelivered(doc, added, base)) > self.budget - self.total:
+                    tried[m] = None  # cannot fit: not rendered
+                else:
+                    merged = self.merged(doc, group, owns[:m])
+                    tried[m] = merged if self.total - before + merged[2] <= self.budget else None
             return tried[m]
 
         n = len(hits)
@@ -222,11 +233,14 @@ class _Admission:
             return
         if group is None:
             group = _Group(doc, rank, hit.score)
-        if not seed <= group.context and self.size(_undelivered(doc, seed, group.context)) > self.budget - self.total:
+        room = self.budget - self.total
+        if not seed <= group.context and self.size(" ".join(_undelivered(doc, seed, group.context))) > room:
             return  # its new text alone does not fit
         # a policy is a closure under per-node contributions, so the closure of a union is
         # the union of the closures: the group's context is never re-closed
         own, own_text = self.own(doc, frozen)
+        if _least_added(self.size, _undelivered(doc, own, group.context)) > room:
+            return  # its new text and its global context's (headings, labels) cannot fit: not rendered
         context, text, cost = self.merged(doc, group, [(own, own_text)])
         if self.total - group.cost + cost > self.budget:
             return

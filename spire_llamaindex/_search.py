@@ -110,7 +110,7 @@ class Ranking:
         """Ask for the widest round's hits (again, if the store gave all it was asked for: it may
         hold more) when ``k`` is more than was asked."""
         result = self.result
-        if k > self.asked and (result is None or len(result.ids or result.nodes or ()) >= self.asked):
+        if self.asked < min(k, self.widest) and (result is None or len(result.ids or result.nodes or ()) >= self.asked):
             self.asked = self.widest
             self.search._similarity_top_k = self.asked
             self.result = None

@@ -26,6 +26,9 @@ from spire_core import (
     sentences,
 )
 from spire_core.document import LRU
+from spire_core.render import render_indices
+
+from .strategies import html_pages
 
 #: the module (``spire_core.aggregate`` the attribute is the function)
 aggregate_module = importlib.import_module("spire_core.aggregate")
@@ -260,6 +263,35 @@ def test_a_run_of_one_pages_hits_admits_what_one_by_one_admission_does(
     assert aggregate(hits, documents=docs, budget=budget, first_k=len(hits), max_rounds=1) == _one_by_one(
         hits, docs, budget
     )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(page=html_pages(), data=st.data())
+def test_what_a_rendering_grows_by_is_bounded_below_without_rendering(page: str, data: st.DataObject) -> None:
+    """The bound that lets admission reject a hit unrendered: showing more of a page costs at least
+    the tokens of the texts it newly shows, less one per junction (adjacent texts may join)."""
+    doc = parse_html(page)
+    seeds = [s.paths for s in sentences(doc)]
+    if not seeds:
+        return
+    shown = data.draw(st.lists(st.sampled_from(seeds), max_size=4))
+    added = data.draw(st.lists(st.sampled_from(seeds), min_size=1, max_size=4))
+    context: set[int] = set().union(*(set(HTML.indices(doc, doc.indices(p))) for p in shown))
+    more = set().union(*(set(HTML.indices(doc, doc.indices(p))) for p in added))
+    before = approx_tokens(render_indices(doc, context)) if context else 0
+    grown = approx_tokens(render_indices(doc, context | more)) - before
+    bound = aggregate_module._least_added(approx_tokens, aggregate_module._undelivered(doc, more - context, context))
+    assert bound <= grown
+
+
+def test_the_bound_allows_for_texts_that_join_into_one_word() -> None:
+    doc = parse_html("<html><body><p>Release<span>15</span> ships today.</p></body></html>")
+    [s] = sentences(doc)
+    more = set(HTML.indices(doc, doc.indices(s.paths)))
+    texts = aggregate_module._undelivered(doc, more, set())
+    grown = approx_tokens(render_indices(doc, more))
+    assert approx_tokens(" ".join(texts)) > grown  # "Release 15" is two words; rendered, "Release15" is one
+    assert aggregate_module._least_added(approx_tokens, texts) <= grown
 
 
 # -- options ---------------------------------------------------------------------------------
