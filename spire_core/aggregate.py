@@ -181,7 +181,7 @@ class _Admission:
         def fits(m: int) -> tuple[set[int], str, int] | None:
             """The union with the first ``m`` hits, its rendering and cost, if it fits the budget."""
             if m not in tried:
-                added = set().union(*(own for own, _ in owns[:m])).difference(base)
+                added = set().union(*(own for own, _ in owns[:m]))
                 if _least_added(self.size, _undelivered(doc, added, base)) > self.budget - self.total:
                     tried[m] = None  # cannot fit: not rendered
                 else:
@@ -233,14 +233,12 @@ class _Admission:
             return
         if group is None:
             group = _Group(doc, rank, hit.score)
-        room = self.budget - self.total
-        if not seed <= group.context and self.size(" ".join(_undelivered(doc, seed, group.context))) > room:
-            return  # its new text alone does not fit
         # a policy is a closure under per-node contributions, so the closure of a union is
         # the union of the closures: the group's context is never re-closed
-        own, own_text = self.own(doc, frozen)
-        if _least_added(self.size, _undelivered(doc, own, group.context)) > room:
+        closed = own_context(doc, self.policy, frozen)
+        if _least_added(self.size, _undelivered(doc, closed, group.context)) > self.budget - self.total:
             return  # its new text and its global context's (headings, labels) cannot fit: not rendered
+        own, own_text = self.own(doc, frozen)
         context, text, cost = self.merged(doc, group, [(own, own_text)])
         if self.total - group.cost + cost > self.budget:
             return
