@@ -34,7 +34,7 @@ from spire_core import (
 from spire_core import Document as SpireDocument
 from spire_core.aggregate import Search, aggregation_pool, searched_once
 from spire_core.decoding import decode
-from spire_core.model import Precision, model_path, torch_dtype
+from spire_core.model import Precision, model_path, pad_in_buckets, torch_dtype
 from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
@@ -74,11 +74,13 @@ def default_embeddings(*, batch_size: int = 32, precision: Precision = "auto") -
     """
     from langchain_huggingface import HuggingFaceEmbeddings
 
-    return HuggingFaceEmbeddings(
+    embeddings = HuggingFaceEmbeddings(
         model_name=str(model_path()),
         model_kwargs={"local_files_only": True, "model_kwargs": {"torch_dtype": torch_dtype(precision)}},
         encode_kwargs={"batch_size": batch_size},
     )
+    pad_in_buckets(embeddings._client)  # the SentenceTransformer it wraps
+    return embeddings
 
 
 class SpireRetriever(BaseRetriever):

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from llama_index.core import Settings
-from llama_index.core.indices.utils import embed_nodes
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, Document, MetadataMode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
@@ -21,6 +20,7 @@ from spire_core.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.options import DEFAULT_BATCH_PAGES, OnPageError
 
 from ._source import log
+from .embedding import embed_texts
 from .parser import PAGE_SUFFIXES as PAGE_SUFFIXES  # re-exported: the CLI reads it here
 from .parser import SpireNodeParser, spire_decoded
 
@@ -150,14 +150,12 @@ def _index_batch(
         parsed.append((doc, nodes, old is not None))
     nodes = [n for _, ns, _ in parsed for n in ns]
     if nodes:  # embed before deleting anything: a failure here leaves the batch's pages as they were
-        by_text: dict[str, BaseNode] = {}
-        for node in nodes:  # identical texts (repeated table rows, boilerplate) are embedded once
-            by_text.setdefault(node.get_content(metadata_mode=MetadataMode.EMBED), node)
-        # in length order, so that each batch pads little (about a third faster on CPU)
-        distinct = [by_text[t] for t in sorted(by_text, key=len)]
-        vectors = embed_nodes(distinct, index._embed_model, show_progress=False)
-        for node in nodes:
-            node.embedding = vectors[by_text[node.get_content(metadata_mode=MetadataMode.EMBED)].node_id]
+        texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
+        # identical texts (repeated table rows, boilerplate) are embedded once
+        distinct = list(dict.fromkeys(texts))
+        by_text = dict(zip(distinct, embed_texts(index._embed_model, distinct), strict=True))
+        for node, text in zip(nodes, texts, strict=True):
+            node.embedding = by_text[text]
     for doc, page_nodes, existed in parsed:
         _replace_page(index, doc, page_nodes, existed)
         (report.updated if existed else report.added).append(doc.node_id)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 from spire_core import SpireError
 from spire_core.options import DEFAULT_INDEX_NAME, MODEL_DIM
 
+from .embedding import embed_texts
 from .index import html_files, read_page
 from .parser import SpireNodeParser
 from .postgres import page_store, vector_store
@@ -151,11 +152,10 @@ class _Embedder:
 
         start, cpu = time.perf_counter(), time.process_time()
         pages = [[TextNode.from_dict(d) for d in json.loads(str(s))] for s in batch["nodes"]]
-        flat = sorted((n for ns in pages for n in ns), key=lambda n: len(n.get_content(MetadataMode.EMBED)))
-        if flat:  # in length order, so that each model batch pads little
-            vectors = self.model.get_text_embedding_batch([n.get_content(MetadataMode.EMBED) for n in flat])
-            for node, vector in zip(flat, vectors, strict=True):
-                node.embedding = vector
+        flat = [n for ns in pages for n in ns]
+        vectors = embed_texts(self.model, [n.get_content(MetadataMode.EMBED) for n in flat])
+        for node, vector in zip(flat, vectors, strict=True):
+            node.embedding = vector
         out = dict(batch)
         out["nodes"] = [json.dumps([n.to_dict() for n in ns]) for ns in pages]
         out["embed_s"] = [(time.perf_counter() - start) / max(1, len(pages))] * len(pages)
