@@ -427,9 +427,9 @@ class _Lexicon:
             key = (id(doc), table)
             if key in self._rows:
                 continue
-            g = grid(doc, table)
-            labels = _label_terms(doc, g) & terms
-            names = labels | (_context_terms(doc, g) & terms)
+            label_terms, context_terms = _table_terms(doc, table)
+            labels = label_terms & terms
+            names = labels | (context_terms & terms)
             rows = [{w for w in row & words if _stem(w) not in names} for row in _row_terms(doc, table)]
             self._rows[key], self._labels[key], self._names[key] = rows, labels, names
             n_rows += len(rows)
@@ -485,6 +485,20 @@ def _row_text(doc: Document, g: Grid, r: int) -> str:
     """The text of row ``r`` of the grid, a spanning cell counted in every row it covers."""
     cells = dict.fromkeys(g.at[(r, col)] for col in range(g.width()) if (r, col) in g.at)
     return " ".join(doc.subtree_text(c) for c in cells)
+
+
+#: table element -> the stems of its column labels, and of the words that name it
+_TABLE_TERMS: Memo[dict[int, tuple[frozenset[str], frozenset[str]]]] = Memo(lambda doc: {})
+
+
+def _table_terms(doc: Document, table: int) -> tuple[frozenset[str], frozenset[str]]:
+    """The (memoised) :func:`_label_terms` and :func:`_context_terms` of ``table``."""
+    memo = _TABLE_TERMS(doc)
+    terms = memo.get(table)
+    if terms is None:
+        g = grid(doc, table)
+        terms = memo[table] = (frozenset(_label_terms(doc, g)), frozenset(_context_terms(doc, g)))
+    return terms
 
 
 def _label_terms(doc: Document, g: Grid) -> set[str]:

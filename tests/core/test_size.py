@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spire_core import approx_tokens, model_tokens
 from spire_core.size import default_size
@@ -29,6 +33,12 @@ from spire_core.size import default_size
 )
 def test_approx_tokens_counts_like_the_judge(text: str, tokens: int) -> None:
     assert approx_tokens(text) == tokens
+
+
+@settings(max_examples=500)
+@given(st.text() | st.text(alphabet=" \n\t\u00a0_-.,|#*abcé東1"))
+def test_approx_tokens_counts_what_the_judges_regex_finds(text: str) -> None:
+    assert approx_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))
 
 
 def test_approx_tokens_is_additive_over_whitespace() -> None:
