@@ -132,7 +132,7 @@ class Document:
         self.pos: list[int] = []
         #: values of the :class:`Memo` slots computed for this document (see :class:`Memo`)
         self.memos: dict[Memo[Any], Any] = {}
-        self._element_paths: dict[int, Path] = {}
+        self._paths: dict[int, Path] = {}
         #: one past the last index of each node's subtree
         self.end: list[int] = []
         if root is not None:
@@ -207,22 +207,28 @@ class Document:
         return i
 
     def path(self, index: int) -> Path:
-        """Path of the node at ``index`` (element paths up to depth 64 are memoised)."""
-        memo = self._element_paths
+        """Path of the node at ``index`` (paths up to depth 64 are memoised: results are paths again and again)."""
+        memo = self._paths
+        got = memo.get(index)
+        if got is not None:
+            return got
         parent = self.parent[index]
         if parent < 0:
             return ()
         base = memo.get(parent)
         if base is None:
-            out: list[int] = []
+            up: list[int] = []
             i = parent
             while i > 0:
-                out.append(self.pos[i])
+                up.append(self.pos[i])
                 i = self.parent[i]
-            base = tuple(reversed(out))
+            base = tuple(reversed(up))
             if len(base) <= 64:
                 memo[parent] = base
-        return base + (self.pos[index],)  # noqa: RUF005 (concatenation: twice as fast as unpacking)
+        out = base + (self.pos[index],)  # noqa: RUF005 (concatenation: twice as fast as unpacking)
+        if len(out) <= 64:
+            memo[index] = out
+        return out
 
     def indices(self, paths: Iterable[Path]) -> set[int]:
         """Indices of ``paths``; raises :class:`UnknownPathError` for a path not in the document."""

@@ -34,7 +34,7 @@ _CLASSES = _CharClasses()
 
 
 def approx_tokens(text: str) -> int:
-    """Words plus punctuation marks: a network-free token estimate.
+    r"""Words plus punctuation marks: a network-free token estimate.
 
     The count of ``re.findall(r"\w+|[^\w\s]", text)``, taken without building the
     list: each mark is one token, and each run of word characters one more (one per word
