@@ -428,8 +428,8 @@ class _Lexicon:
             if key in self._rows:
                 continue
             label_terms, context_terms = _table_terms(doc, table)
-            labels = label_terms & terms
-            names = labels | (context_terms & terms)
+            labels = terms & label_terms
+            names = labels | (terms & context_terms)
             rows = [{w for w in row & words if _stem(w) not in names} for row in _row_terms(doc, table)]
             self._rows[key], self._labels[key], self._names[key] = rows, labels, names
             n_rows += len(rows)
