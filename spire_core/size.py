@@ -17,16 +17,22 @@ _WORD = re.compile(r"\w")
 _SPACE = re.compile(r"\s")
 
 
+#: Distinct characters :class:`_CharClasses` remembers (a page of every code point stays cheap).
+_CLASSES_KEPT = 1 << 16
+
+
 class _CharClasses(dict[int, str]):
     """Code point -> ``"a"`` (a word character), ``" "`` (space) or ``"."`` (a mark), as ``re`` classes them.
 
-    Filled as characters are met: a page's text is translated through it, then counted.
+    Filled as characters are met, up to :data:`_CLASSES_KEPT` of them (later ones are classed
+    each time): a page's text is translated through it, then counted.
     """
 
     def __missing__(self, code: int) -> str:
         ch = chr(code)
         kind = "a" if _WORD.match(ch) else " " if _SPACE.match(ch) else "."
-        self[code] = kind
+        if len(self) < _CLASSES_KEPT:
+            self[code] = kind
         return kind
 
 

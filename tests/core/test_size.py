@@ -41,6 +41,14 @@ def test_approx_tokens_counts_what_the_judges_regex_finds(text: str) -> None:
     assert approx_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))
 
 
+def test_approx_tokens_remembers_a_bounded_number_of_characters() -> None:
+    from spire_core import size
+
+    every = "".join(map(chr, range(0x100, 0x100 + 2 * size._CLASSES_KEPT)))  # a hostile page's alphabet
+    assert approx_tokens(every) == len(re.findall(r"\w+|[^\w\s]", every))
+    assert len(size._CLASSES) <= size._CLASSES_KEPT
+
+
 def test_approx_tokens_is_additive_over_whitespace() -> None:
     a, b = "First part, with punctuation.", "Second (part)"
     assert approx_tokens(a + " " + b) == approx_tokens(a) + approx_tokens(b)
