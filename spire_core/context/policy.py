@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 #: A rule's memo of contributions, node -> contributed nodes (see :func:`inherited`).
 Contributions = Memo[dict[int, tuple[int, ...]]]
 
+#: Per page: policy -> node -> what all its rules contribute (one lookup per node in a closure).
+_CONTRIBUTED: Memo[dict[Policy, dict[int, tuple[int, ...]]]] = Memo(lambda doc: {})
+
 
 def contributions() -> Contributions:
     """A fresh, empty per-document memo slot for one rule's :func:`inherited` contributions."""
@@ -40,7 +43,11 @@ class Rule:
         return ()
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        """Nodes that make ``node`` intelligible (default: none)."""
+        """Nodes that make ``node`` intelligible (default: none).
+
+        Asked once per node of a page: policies remember the answer for as long as the
+        page lives, so it must depend on ``doc`` and ``node`` alone.
+        """
         return ()
 
 
@@ -79,14 +86,20 @@ class Policy:
                     if j not in out:
                         out.add(j)
                         work.append(j)
-        contributions = [rule.contribute for rule in self.rules]
+        rules = self.rules
+        by_policy = _CONTRIBUTED(doc)
+        memo = by_policy.get(self)
+        if memo is None:
+            memo = by_policy[self] = {}
         while work:
             i = work.pop()
-            for contribute in contributions:
-                for j in contribute(doc, i):
-                    if j not in out:
-                        out.add(j)
-                        work.append(j)
+            found = memo.get(i)
+            if found is None:
+                found = memo[i] = tuple(j for rule in rules for j in rule.contribute(doc, i))
+            for j in found:
+                if j not in out:
+                    out.add(j)
+                    work.append(j)
         return out
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spire_core import approx_tokens, model_tokens
-from spire_core.size import default_size
+from spire_core.size import WordPieceCount, default_size
 
 
 # expected counts are the judge's (bench/score.py count_tokens: words and punctuation marks)
@@ -62,3 +62,48 @@ def test_model_tokens_works_offline() -> None:
     assert model_tokens("word " * 1000) >= 1000  # no truncation at the model's window
     assert model_tokens("checkpoint_timeout") > approx_tokens("checkpoint_timeout")  # sub-word pieces
     assert default_size()("hello world") == short
+
+
+# characters a BERT tokenizer treats in every way: separators, punctuation, CJK (spaced
+# out), accents (stripped), controls (dropped), symbols inside words, special tokens
+TRICKY = list(" \n\t\r\x0b\x0c\x1c\x85\xa0\u2028\u3000\u200b\ufeff\x00\ufffd\uffff_-.,|#*[]()'\"")
+TRICKY += list("abcXYZ019éÉüßİıΣς東京한국\u0301\u0300\u037e\u1fef°©€±→…—’“¶")
+TRICKY += ["[MASK]", "[CLS]", "##", " word", "Tokenizer", "checkpoint_timeout", "x" * 120]
+
+
+def _encoded(text: str) -> int:
+    from spire_core.size import _model_count
+
+    count = _model_count()
+    assert isinstance(count, WordPieceCount)
+    return len(count._tok.encode(text, add_special_tokens=False).ids)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(TRICKY), max_size=40).map("".join) | st.text())
+def test_model_tokens_counts_what_the_tokenizer_encodes(text: str) -> None:
+    assert model_tokens(text) == _encoded(text)
+
+
+def test_word_piece_count_encodes_each_word_once_and_remembers_a_bounded_number() -> None:
+    from spire_core import size
+
+    count = size._model_count()
+    assert isinstance(count, WordPieceCount)
+    text = "Passages repeat their words: words, words and more words."
+    assert count(text) == _encoded(text)
+    encoded: list[str] = []
+    tok = count._tok
+
+    class Spy:
+        def encode(self, s: str, add_special_tokens: bool = True) -> object:
+            encoded.append(s)
+            return tok.encode(s, add_special_tokens=add_special_tokens)
+
+    fresh = WordPieceCount(tok)
+    fresh._words._tok = Spy()
+    assert fresh(text + " " + text) == 2 * count(text)
+    assert sorted(encoded) == sorted({"Passages", "repeat", "their", "words", ":", ",", "and", "more", "."})
+    many = " ".join(f"w{i}" for i in range(size._WORDS_KEPT + 10))  # a hostile page's vocabulary
+    assert fresh(many) == _encoded(many)
+    assert len(fresh._words) <= size._WORDS_KEPT
