@@ -50,6 +50,20 @@ def store_sources(docstore: BaseDocumentStore, documents: Iterable[BaseNode]) ->
     docstore.add_documents(list(documents), allow_update=True, store_text=True)
 
 
+def default_storage_context() -> StorageContext:
+    """LlamaIndex's simple stores, held lighter: vectors as float64 arrays searched as one matrix
+    (:class:`~spire_llamaindex.array_store.ArrayVectorStore`), files written entry by entry
+    (:class:`~spire_llamaindex.json_files.StreamedKVStore`). Same data, same files."""
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from .array_store import ArrayVectorStore
+    from .json_files import StreamedKVStore
+
+    return StorageContext.from_defaults(
+        docstore=SimpleDocumentStore(StreamedKVStore()), vector_store=ArrayVectorStore()
+    )
+
+
 def build_index(
     documents: Sequence[BaseNode],
     *,
@@ -62,14 +76,15 @@ def build_index(
     """A new ``VectorStoreIndex`` of the SPIRE seeds of ``documents``, sources stored in its docstore.
 
     ``embed_model`` defaults to ``Settings.embed_model`` when the application set one, else
-    to the packaged all-MiniLM-L6-v2 (offline). See :func:`update_index` for ``errors``.
+    to the packaged all-MiniLM-L6-v2 (offline); ``storage_context`` to
+    :func:`default_storage_context`. See :func:`update_index` for ``errors``.
     """
     parser = parser or SpireNodeParser()
     if embed_model is None:
         embed_model = settings_embed_model()
     index = VectorStoreIndex(
         nodes=[],
-        storage_context=storage_context or StorageContext.from_defaults(),
+        storage_context=storage_context or default_storage_context(),
         embed_model=embed_model,
         transformations=[parser],
         show_progress=show_progress,

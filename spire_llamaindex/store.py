@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # LlamaIndex loads in seconds: not before a command needs it 
 MANIFEST = "spire.json"
 STORE_FORMAT = 1
 VECTOR_STORE_FILE = "default__vector_store.json"
+DOCSTORE_FILE = "docstore.json"
 
 
 class StoreError(SpireError):
@@ -173,12 +174,18 @@ def load_store(
     """Open a store folder written by :func:`save_store` (``spire index``)."""
     from llama_index.core import StorageContext, load_index_from_storage
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from .json_files import StreamedKVStore
 
     path = Path(store)
     manifest = read_manifest(path)
     parser = parser or _parser(manifest.get("parser", {}))
     try:
-        context = StorageContext.from_defaults(persist_dir=str(path), vector_store=_vector_store(path))
+        docstore = SimpleDocumentStore(StreamedKVStore.from_persist_path(str(path / DOCSTORE_FILE)))
+        context = StorageContext.from_defaults(
+            persist_dir=str(path), vector_store=_vector_store(path), docstore=docstore
+        )
         index = load_index_from_storage(
             context,
             index_id=manifest.get("index_id"),
