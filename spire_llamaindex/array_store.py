@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import os
 from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -85,7 +86,7 @@ class ArrayVectorStore(SimpleVectorStore):
 
     def persist(
         self,
-        persist_path: str = f"{DEFAULT_PERSIST_DIR}/{DEFAULT_PERSIST_FNAME}",
+        persist_path: str = os.path.join(DEFAULT_PERSIST_DIR, DEFAULT_PERSIST_FNAME),
         fs: fsspec.AbstractFileSystem | None = None,
     ) -> None:
         fields = {f.name: getattr(self.data, f.name) for f in dataclasses.fields(self.data)}
