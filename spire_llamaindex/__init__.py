@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .index import (
         IndexUpdate,
         build_index,
+        default_storage_context,
         html_files,
         page_files,
         read_page,
@@ -38,6 +39,7 @@ _LAZY = {
         [
             "IndexUpdate",
             "build_index",
+            "default_storage_context",
             "html_files",
             "page_files",
             "read_page",
@@ -76,6 +78,7 @@ __all__ = [
     "build_index",
     "citations_of",
     "default_embed_model",
+    "default_storage_context",
     "html_files",
     "load_store",
     "page_files",

@@ -16,8 +16,8 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
 from llama_index.core.vector_stores.simple import SimpleVectorStore
 
+from spire_llamaindex import default_storage_context
 from spire_llamaindex.array_store import ArrayVectorStore
-from spire_llamaindex.index import default_storage_context
 from spire_llamaindex.json_files import StreamedKVStore, dump
 from spire_llamaindex.store import Store
 
