@@ -11,30 +11,45 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 SizeFn = Callable[[str], int]
 _WORD = re.compile(r"\w")
 _SPACE = re.compile(r"\s")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
-#: Distinct characters :class:`_CharClasses` remembers (a page of every code point stays cheap).
-_CLASSES_KEPT = 1 << 16
+class _Learnt(dict[_K, _V], Generic[_K, _V]):
+    """A memo whose missing values are :meth:`learn`-ed, and kept while it holds fewer than
+    :attr:`kept` (a hostile page of every code point or word stays cheap: later ones are
+    learnt each time)."""
+
+    kept = 1 << 16
+
+    def learn(self, key: _K) -> _V:
+        raise NotImplementedError
+
+    def __missing__(self, key: _K) -> _V:
+        value = self.learn(key)
+        if len(self) < self.kept:
+            self[key] = value
+        return value
 
 
-class _CharClasses(dict[int, str]):
+#: Distinct characters :class:`_CharClasses` remembers.
+_CLASSES_KEPT = _Learnt.kept
+
+
+class _CharClasses(_Learnt[int, str]):
     """Code point -> ``"a"`` (a word character), ``" "`` (space) or ``"."`` (a mark), as ``re`` classes them.
 
-    Filled as characters are met, up to :data:`_CLASSES_KEPT` of them (later ones are classed
-    each time): a page's text is translated through it, then counted.
+    Filled as characters are met: a page's text is translated through it, then counted.
     """
 
-    def __missing__(self, code: int) -> str:
+    def learn(self, code: int) -> str:
         ch = chr(code)
-        kind = "a" if _WORD.match(ch) else " " if _SPACE.match(ch) else "."
-        if len(self) < _CLASSES_KEPT:
-            self[code] = kind
-        return kind
+        return "a" if _WORD.match(ch) else " " if _SPACE.match(ch) else "."
 
 
 _CLASSES = _CharClasses()
@@ -53,13 +68,13 @@ def approx_tokens(text: str) -> int:
 
 
 #: Distinct words and characters a :class:`WordPieceCount` remembers.
-_WORDS_KEPT = 1 << 16
+_WORDS_KEPT = _Learnt.kept
 
 #: What a character :class:`WordPieceCount` cannot split exactly maps to (it counts the text whole then).
 _UNSPLIT = "\uffff"
 
 
-class _Splits(dict[int, str]):
+class _Splits(_Learnt[int, str]):
     """Code point -> how a BERT tokenizer treats it: ``" "`` (a separator), ``" c "`` (a
     token of its own: punctuation, CJK), ``c`` (part of a word) or :data:`_UNSPLIT`.
 
@@ -70,35 +85,28 @@ class _Splits(dict[int, str]):
         super().__init__()
         self._tok = tok
 
-    def __missing__(self, code: int) -> str:
+    def learn(self, code: int) -> str:
         ch = chr(code)
         tok = self._tok
         words = [w for w, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(f"a{ch}a"))]
         if words == ["a", "a"]:
-            kind = " "
-        elif len(words) == 3 and words[0] == words[2] == "a":
-            kind = f" {ch} "
-        elif len(words) == 1 and words[0][:1] == words[0][-1:] == "a" and not ch.isspace():
-            kind = ch  # joins its neighbours (a letter, a mark, a symbol; a control, which is dropped)
-        else:
-            kind = _UNSPLIT
-        if len(self) < _WORDS_KEPT:
-            self[code] = kind
-        return kind
+            return " "
+        if len(words) == 3 and words[0] == words[2] == "a":
+            return f" {ch} "
+        if len(words) == 1 and words[0][:1] == words[0][-1:] == "a" and not ch.isspace():
+            return ch  # joins its neighbours (a letter, a mark, a symbol; a control, which is dropped)
+        return _UNSPLIT
 
 
-class _Words(dict[str, int]):
-    """Word -> its WordPiece tokens, encoded once each (up to :data:`_WORDS_KEPT` words)."""
+class _Words(_Learnt[str, int]):
+    """Word -> its WordPiece tokens, encoded once each."""
 
     def __init__(self, tok: Any) -> None:
         super().__init__()
         self._tok = tok
 
-    def __missing__(self, word: str) -> int:
-        n = len(self._tok.encode(word, add_special_tokens=False).ids)
-        if len(self) < _WORDS_KEPT:
-            self[word] = n
-        return n
+    def learn(self, word: str) -> int:
+        return len(self._tok.encode(word, add_special_tokens=False).ids)
 
 
 class WordPieceCount:
