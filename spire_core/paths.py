@@ -130,7 +130,7 @@ ROOT_TOKEN = "~"
 _PATH_TEXT = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,18})*")
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)  # 16,384 paths: about 6 MB with their tuples
 def _path_text(path: Path) -> str:
     return ".".join(map(str, path)) or ROOT_TOKEN  # memoised: the same paths are encoded result after result
 
