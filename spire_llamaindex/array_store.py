@@ -10,9 +10,10 @@ larger id, as LlamaIndex's heap does; exact ties, i.e. identical vectors, listed
 where LlamaIndex leaves them in its heap's arrangement), the same persisted JSON; ``node_ids`` restrict the rows as
 there. Metadata filters and the learner/MMR modes are left to ``SimpleVectorStore`` itself.
 
-Each vector is kept as an ``array("d")``, the same float64 values in a quarter of the memory
-of a list of Python floats (``get`` still returns a list), and the file is written entry by
-entry (:mod:`~spire_llamaindex.json_files`).
+Each vector is kept as an ``array``: of float32 when every value is one (as a model's output is:
+an eighth of the memory of a list of Python floats), else of float64 (a quarter); the same
+values either way (``get`` still returns a list), and the file is written entry by entry
+(:mod:`~spire_llamaindex.json_files`).
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ class _Matrix:
         )
 
 
+def _held(vector: Sequence[float]) -> array[float]:
+    """``vector`` as an array of float32 when that keeps every value exactly, else of float64."""
+    narrow = array("f", vector)
+    return narrow if narrow.tolist() == list(vector) else array("d", vector)
+
+
 class ArrayVectorStore(SimpleVectorStore):
     """A ``SimpleVectorStore`` (same data, same persisted file) whose default queries are one matrix product."""
 
@@ -72,13 +79,13 @@ class ArrayVectorStore(SimpleVectorStore):
         super().__init__(data=data, fs=fs, **kwargs)
         vectors = self.data.embedding_dict
         for key, vector in vectors.items():
-            vectors[key] = array("d", vector)  # type: ignore[assignment]
+            vectors[key] = _held(vector)  # type: ignore[assignment]
 
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
         ids = super().add(nodes, **kwargs)
         vectors = self.data.embedding_dict
         for node in nodes:
-            vectors[node.node_id] = array("d", vectors[node.node_id])  # type: ignore[assignment]
+            vectors[node.node_id] = _held(vectors[node.node_id])  # type: ignore[assignment]
         return ids
 
     def get(self, text_id: str) -> list[float]:

@@ -24,7 +24,9 @@ from typing import TYPE_CHECKING, Any
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K, DEFAULT_INDEX_NAME
 
 if TYPE_CHECKING:
-    from llama_index.core.schema import NodeWithScore
+    from collections.abc import Iterator
+
+    from llama_index.core.schema import Document, NodeWithScore
 
     from spire_core import Citation
 
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
 # -- index --------------------------------------------------------------------------------
 def _index(args: argparse.Namespace) -> int:
-    from spire_core import HTML, NONE, SpireError
+    from spire_core import HTML, NONE
     from spire_core.model import mmap_large_allocations
 
     mmap_large_allocations()  # this process embeds: keep its heap from fragmenting
@@ -125,7 +127,7 @@ def _index(args: argparse.Namespace) -> int:
         return _index_db(args)
 
     from .embedding import default_embed_model
-    from .index import PAGE_SUFFIXES, build_index, page_files, read_page, remove_documents, update_index
+    from .index import PAGE_SUFFIXES, build_index, page_files, remove_documents, update_index
     from .parser import SpireNodeParser
     from .store import MANIFEST, StoreError, load_store, parser_settings, save_store
 
@@ -142,13 +144,8 @@ def _index(args: argparse.Namespace) -> int:
         raise UsageError(f"--store {str(store)!r} is a non-empty folder that is not a SPIRE store: choose another")
     parser = SpireNodeParser(unit=args.unit, policy=NONE if args.no_global_context else HTML)
 
-    failed: dict[str, str] = {}
-    documents = []
-    for path in files:
-        try:
-            documents.append(read_page(path, pages, max_bytes=parser.max_bytes))
-        except (SpireError, OSError) as err:  # unreadable: reported once below, the rest indexed
-            failed[path.relative_to(pages).as_posix()] = str(err)
+    documents = _Pages(files, pages, max_bytes=parser.max_bytes)
+    failed = documents.failed
     progress = not args.quiet
     embed = default_embed_model()
     previous: list[str] = []
@@ -162,7 +159,7 @@ def _index(args: argparse.Namespace) -> int:
         previous = list(opened.manifest.get("documents", []))
         index = opened.index
         report = update_index(index, documents, parser=parser, show_progress=progress, errors="skip")
-        current = {d.node_id for d in documents}
+        current = {path.relative_to(pages).as_posix() for path in files}
         removed = remove_documents(index, [d for d in previous if d not in current and d not in failed])
     else:
         if exists:  # --rebuild: start from an empty store
@@ -189,6 +186,29 @@ def _index(args: argparse.Namespace) -> int:
     for doc_id, reason in sorted(failed.items()):
         print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
     return 1 if failed else 0
+
+
+class _Pages:
+    """The pages of ``files`` as ``Document`` objects, each read when indexing reaches it (none is held
+    longer); an unreadable one is recorded in :attr:`failed` (document id -> reason) and skipped."""
+
+    def __init__(self, files: list[Path], root: Path, *, max_bytes: int) -> None:
+        self.files, self.root, self.max_bytes = files, root, max_bytes
+        self.failed: dict[str, str] = {}
+
+    def __len__(self) -> int:  # the progress bar's total
+        return len(self.files)
+
+    def __iter__(self) -> Iterator[Document]:
+        from spire_core import SpireError
+
+        from .index import read_page
+
+        for path in self.files:
+            try:
+                yield read_page(path, self.root, max_bytes=self.max_bytes)
+            except (SpireError, OSError) as err:
+                self.failed[path.relative_to(self.root).as_posix()] = str(err)
 
 
 def _index_db(args: argparse.Namespace) -> int:
@@ -310,7 +330,7 @@ def _print_sources(nodes: list[NodeWithScore], retriever: Any, budget: int) -> N
 def _show(args: argparse.Namespace) -> int:
     from spire_core import Citation, PathFormatError, UnknownPathError, decode_paths, highlight
 
-    from .store import read_manifest
+    from .store import open_docstore, read_manifest
 
     citations = []
     for key in args.citations:
@@ -325,12 +345,9 @@ def _show(args: argparse.Namespace) -> int:
     if len(doc_ids) > 1:
         raise UsageError(f"citations from several pages ({', '.join(doc_ids)}): give one page's citations at a time")
     read_manifest(args.store)
-    from llama_index.core.storage.docstore import SimpleDocumentStore
-
     from ._source import SourceDocuments, page_html, source_text
 
-    docstore = SimpleDocumentStore.from_persist_dir(str(args.store))
-    sources = SourceDocuments(docstore)
+    sources = SourceDocuments(open_docstore(args.store))
     doc_id = doc_ids[0]
     if doc_id not in sources:
         raise UsageError(f"page {doc_id!r} is not in the store at {str(args.store)!r}")

@@ -51,16 +51,17 @@ def store_sources(docstore: BaseDocumentStore, documents: Iterable[BaseNode]) ->
 
 
 def default_storage_context() -> StorageContext:
-    """LlamaIndex's simple stores, held lighter: vectors as float64 arrays searched as one matrix
-    (:class:`~spire_llamaindex.array_store.ArrayVectorStore`), files written entry by entry
-    (:class:`~spire_llamaindex.json_files.StreamedKVStore`). Same data, same files."""
+    """LlamaIndex's simple stores, held lighter: vectors as arrays searched as one matrix
+    (:class:`~spire_llamaindex.array_store.ArrayVectorStore`), the docstore's nodes and pages as
+    compressed JSON (:class:`~spire_llamaindex.json_files.PackedKVStore`), files written entry by
+    entry. Same data, same files."""
     from llama_index.core.storage.docstore import SimpleDocumentStore
 
     from .array_store import ArrayVectorStore
-    from .json_files import StreamedKVStore
+    from .json_files import PackedKVStore
 
     return StorageContext.from_defaults(
-        docstore=SimpleDocumentStore(StreamedKVStore()), vector_store=ArrayVectorStore()
+        docstore=SimpleDocumentStore(PackedKVStore()), vector_store=ArrayVectorStore()
     )
 
 

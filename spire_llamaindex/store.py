@@ -16,6 +16,7 @@ from .embedding import DEFAULT_MODEL, default_embed_model
 if TYPE_CHECKING:  # LlamaIndex loads in seconds: not before a command needs it (read_manifest does not)
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
+    from llama_index.core.storage.docstore import SimpleDocumentStore
     from llama_index.core.vector_stores.simple import SimpleVectorStore
 
     from .parser import SpireNodeParser
@@ -165,6 +166,19 @@ def _vector_store(path: Path) -> SimpleVectorStore:
     )
 
 
+def open_docstore(store: str | Path) -> SimpleDocumentStore:
+    """The docstore of a store folder, its nodes and pages held packed
+    (:class:`~spire_llamaindex.json_files.PackedKVStore`); a :class:`StoreError` if it cannot be read."""
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from .json_files import PackedKVStore
+
+    try:
+        return SimpleDocumentStore(PackedKVStore.from_persist_path(str(Path(store) / DOCSTORE_FILE)))
+    except (OSError, ValueError) as err:
+        raise StoreError(f"cannot open the store at {str(store)!r}: {DOCSTORE_FILE}: {err}") from None
+
+
 def load_store(
     store: str | Path,
     *,
@@ -174,17 +188,13 @@ def load_store(
     """Open a store folder written by :func:`save_store` (``spire index``)."""
     from llama_index.core import StorageContext, load_index_from_storage
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
-    from llama_index.core.storage.docstore import SimpleDocumentStore
-
-    from .json_files import StreamedKVStore
 
     path = Path(store)
     manifest = read_manifest(path)
     parser = parser or _parser(manifest.get("parser", {}))
     try:
-        docstore = SimpleDocumentStore(StreamedKVStore.from_persist_path(str(path / DOCSTORE_FILE)))
         context = StorageContext.from_defaults(
-            persist_dir=str(path), vector_store=_vector_store(path), docstore=docstore
+            persist_dir=str(path), vector_store=_vector_store(path), docstore=open_docstore(path)
         )
         index = load_index_from_storage(
             context,

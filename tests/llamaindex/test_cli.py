@@ -172,6 +172,37 @@ def test_index_skips_bad_pages_and_updates(
     assert run(capsys, "index", pages, "--store", store, "--unit", "block", "--rebuild", "-q")[0] == 0
 
 
+def test_index_reads_each_page_when_it_reaches_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import spire_llamaindex.index as index_module
+    from spire_core.options import DEFAULT_BATCH_PAGES
+    from spire_llamaindex.parser import SpireNodeParser
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    total = 2 * DEFAULT_BATCH_PAGES + 3
+    for i in range(total):
+        (pages / f"p{i:02}.html").write_text(f"<html><body><h1>Page {i}</h1><p>Fact number {i}.</p></body></html>")
+    reads: list[str] = []
+    read_at_parse: list[int] = []
+    read_page, parse = index_module.read_page, SpireNodeParser.get_nodes_from_documents
+    monkeypatch.setattr(
+        index_module, "read_page", lambda path, *a, **k: reads.append(path.name) or read_page(path, *a, **k)
+    )
+    monkeypatch.setattr(
+        SpireNodeParser,
+        "get_nodes_from_documents",
+        lambda self, docs, *a, **k: read_at_parse.append(len(reads)) or parse(self, docs, *a, **k),
+    )
+    code, out, _ = run(capsys, "index", pages, "--store", tmp_path / "store", "-q")
+    assert code == 0 and f"{total} added" in out
+    assert sorted(reads) == sorted(p.name for p in pages.iterdir())  # each page read once
+    # no more than one batch of pages is in memory: page k is parsed before page k + batch is read
+    assert all(n <= k + DEFAULT_BATCH_PAGES for k, n in enumerate(read_at_parse, start=1))
+    assert read_at_parse[0] <= DEFAULT_BATCH_PAGES < total
+
+
 def test_markdown_pages_are_indexed_queried_and_highlighted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], embed_model: Any
 ) -> None:
