@@ -104,14 +104,18 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
+def _skip(text: str, at: int) -> int:
+    """Where the JSON blanks from ``text[at]`` on end (a run of none matches too)."""
+    return _SPACE.match(text, at).end()  # type: ignore[union-attr]
+
+
 def read_object(text: str, pos: int, read_value: Callable[[str, int], int]) -> int:
     """Walk the JSON object at ``text[pos:]`` (after any blanks): for each member,
     ``read_value(key, start)`` reads the value that starts at ``start`` and returns where it
     ends. Returns where the object ends; raises ``ValueError`` where the text is not an object."""
 
     def skip(at: int) -> int:
-        found = _SPACE.match(text, at)
-        return found.end() if found else at
+        return _skip(text, at)
 
     def expect(at: int, char: str) -> int:
         if text[at : at + 1] != char:
@@ -169,7 +173,7 @@ class PackedKVStore(SimpleKVStore):
             return read_object(text, start, read_entry)
 
         end = read_object(text, 0, read_collection)
-        if text[end:].strip():
+        if _skip(text, end) != len(text):  # json.load's blanks only
             raise ValueError(f"extra data after character {end}")
         return store
 
