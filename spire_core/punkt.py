@@ -6,11 +6,16 @@ nothing is downloaded at run time.
 
 from __future__ import annotations
 
+import _imp
+import importlib
+import importlib.util
+import sys
+import types
 from functools import lru_cache
 from pathlib import Path as FsPath
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # nltk loads in seconds: imported on first segmentation, not with spire_core
+if TYPE_CHECKING:  # imported on first segmentation, not with spire_core (punkt_module)
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 _DATA = FsPath(__file__).parent / "data" / "punkt_tab"
@@ -85,22 +90,53 @@ EXTRA_ABBREVIATIONS = frozenset(
 )
 
 
+@lru_cache(maxsize=1)
+def punkt_module() -> types.ModuleType:
+    """NLTK's ``nltk.tokenize.punkt``, imported without running the ``nltk`` package's ``__init__``.
+
+    That ``__init__`` imports all of NLTK, and with it SciPy, scikit-learn and pandas where they
+    are installed: about 180 MB of memory and 4 s, for a module that needs a few of NLTK's own.
+    Where ``nltk`` is already imported, its module is used as it is. Otherwise its two packages
+    stand in as bare packages while Punkt loads, and every ``nltk`` module this loaded leaves
+    ``sys.modules`` after: an application's own ``import nltk`` later loads the whole of NLTK as usual.
+    """
+    if "nltk" in sys.modules:
+        return importlib.import_module("nltk.tokenize.punkt")
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("NLTK is not installed: pip install nltk")
+    roots = list(spec.submodule_search_locations)
+    _imp.acquire_lock()  # no other thread imports nltk meanwhile and gets a bare package
+    before = set(sys.modules)
+    try:
+        for name, folders in (("nltk", roots), ("nltk.tokenize", [f"{r}/tokenize" for r in roots])):
+            package = types.ModuleType(name)
+            package.__path__ = folders
+            sys.modules[name] = package
+        return importlib.import_module("nltk.tokenize.punkt")
+    finally:
+        for name in set(sys.modules) - before:
+            if name == "nltk" or name.startswith("nltk."):
+                del sys.modules[name]
+        _imp.release_lock()
+
+
 @lru_cache(maxsize=4)
 def tokenizer(language: str = "english") -> PunktSentenceTokenizer:
     """The Punkt tokenizer for ``language`` (only ``"english"`` ships)."""
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-
+    punkt = punkt_module()
     folder = _DATA / language
     if not folder.is_dir():
         raise ValueError(f"no Punkt parameters for {language!r}; available: english")
-    params = PunktParameters()
+    params = punkt.PunktParameters()
     params.abbrev_types = set(_lines(folder / "abbrev_types.txt")) | EXTRA_ABBREVIATIONS
     params.sent_starters = set(_lines(folder / "sent_starters.txt"))
     params.collocations = {tuple(line.split("\t")[:2]) for line in _lines(folder / "collocations.tab")}
     for line in _lines(folder / "ortho_context.tab"):
         word, flags = line.rsplit("\t", 1)
         params.ortho_context[word] = int(flags)
-    return PunktSentenceTokenizer(params)
+    out: PunktSentenceTokenizer = punkt.PunktSentenceTokenizer(params)
+    return out
 
 
 @lru_cache(maxsize=4)

@@ -125,6 +125,30 @@ def test_punkt_works_offline_with_empty_nltk_data(tmp_path: FsPath) -> None:
     assert list(tmp_path.iterdir()) == []  # nothing was fetched into NLTK_DATA
 
 
+def test_punkt_loads_without_the_rest_of_nltk_and_leaves_nltk_whole() -> None:
+    """Segmenting imports NLTK's Punkt module alone (not SciPy, scikit-learn or pandas through NLTK's
+    package ``__init__``), gives the sentences a full NLTK import gives, and an application's own
+    ``import nltk`` afterwards still gets the whole of NLTK."""
+    page = FIGURE_2 + "<p>Dr. Who met Mr. Smith at 3 p.m. today. It rained. Why? e.g. this one.</p>"
+    script = (
+        "import json, sys\n"
+        "from spire_core import parse_html, sentences\n"
+        f"texts = [s.text for s in sentences(parse_html({page!r}))]\n"
+        "heavy = [m for m in ('nltk', 'scipy', 'sklearn', 'pandas') if m in sys.modules]\n"
+        "import nltk\n"
+        "whole = callable(nltk.sent_tokenize) and hasattr(nltk.tokenize.punkt, 'PunktSentenceTokenizer')\n"
+        "print(json.dumps([texts, heavy, whole]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    texts, heavy, whole = json.loads(done.stdout)
+    import nltk  # noqa: F401  # this process: Punkt from a full NLTK import
+
+    assert texts == [s.text for s in sentences(parse_html(page))]
+    assert heavy == []
+    assert whole is True
+
+
 # -- inline markup ---------------------------------------------------------------------
 def test_sentence_starting_and_ending_at_a_link_edge_keeps_it_whole() -> None:
     doc = parse_html('<p>First one. <a href="#">Whole linked sentence.</a> Last one.</p>')
