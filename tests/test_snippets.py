@@ -12,6 +12,7 @@ the snippet's output must contain it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -71,8 +72,22 @@ def test_the_docs_have_snippets() -> None:
     assert all(found.values()), f"a page without a python snippet: {found}"
 
 
+@functools.cache
+def _pgvector_unusable() -> str | None:
+    """Why pgserver's pgvector cannot run here (``benchmarks.scale.check_pgvector``), or None where it can."""
+    from benchmarks.scale import PgvectorUnusable, postgres
+
+    try:
+        with postgres():
+            return None
+    except PgvectorUnusable as err:
+        return str(err)
+
+
 @pytest.mark.parametrize("code", list(_snippets()))
 def test_snippet_runs_as_written(code: str, llm_server: OpenAIStub, tmp_path: Path) -> None:
+    if "import pgserver" in code and (reason := _pgvector_unusable()):
+        pytest.skip(reason)
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
