@@ -95,7 +95,7 @@ def punkt_module() -> types.ModuleType:
     """NLTK's ``nltk.tokenize.punkt``, imported without running the ``nltk`` package's ``__init__``.
 
     That ``__init__`` imports all of NLTK, and with it SciPy, scikit-learn and pandas where they
-    are installed: about 180 MB of memory and 4 s, for a module that needs a few of NLTK's own.
+    are installed: about 195 MB of memory and 4 s, for a module that needs a few of NLTK's own.
     Where ``nltk`` is already imported, its module is used as it is. Otherwise its two packages
     stand in as bare packages while Punkt loads, and every ``nltk`` module this loaded leaves
     ``sys.modules`` after: an application's own ``import nltk`` later loads the whole of NLTK as usual.
