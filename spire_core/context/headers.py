@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..document import HEADING_LEVELS, Memo
-from .policy import Rule
+from .policy import Rule, Table
 
 #: Containers whose headings scope only their own content (admonitions, asides, figures).
 BOX_TAGS = frozenset({"aside", "figure", "blockquote"})
@@ -56,6 +56,13 @@ class _Headings:
             h = self.up[h]
         return out
 
+    def contributions(self) -> list[tuple[int, ...]]:
+        """Every node's chain, by index (one tuple per heading, shared by the nodes under it)."""
+        chains: dict[int, tuple[int, ...]] = {-1: ()}
+        for h in self.up:
+            chains[h] = (h, *chains[self.up[h]])  # a heading's parent comes before it
+        return [chains[h] for h in self.last]
+
 
 def _scope_end(doc: Document, heading: int) -> int:
     """End of a heading's scope: its box's end for a heading inside a note/warning box, else the document's."""
@@ -66,6 +73,7 @@ def _scope_end(doc: Document, heading: int) -> int:
 
 
 _HEADINGS: Memo[_Headings] = Memo(_Headings)
+_CHAINS: Memo[Table] = Memo(lambda doc: headings(doc).contributions())
 
 
 def headings(doc: Document) -> _Headings:
@@ -77,4 +85,7 @@ class HeadersRule(Rule):
     name = "headers"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return headings(doc).chain(node)
+        return _CHAINS(doc)[node]
+
+    def contributions(self, doc: Document) -> Table:
+        return _CHAINS(doc)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..document import Memo
 from ..sentences import sentence_index
-from .policy import Rule, contributions, inherited
+from .policy import Rule, Table, inherited
 
 if TYPE_CHECKING:
     from ..document import Document
@@ -22,14 +23,17 @@ if TYPE_CHECKING:
 LIST_TAGS = frozenset({"ul", "ol", "dl", "menu"})
 ITEM_TAGS = frozenset({"li", "dd"})
 _SPECIAL = ITEM_TAGS | LIST_TAGS
-_LABELS = contributions()
+_LABELS: Memo[Table] = Memo(lambda doc: inherited(doc, _SPECIAL, _walk))
 
 
 class ListsRule(Rule):
     name = "lists"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return inherited(doc, node, _LABELS, _SPECIAL, _walk)
+        return _LABELS(doc)[node]
+
+    def contributions(self, doc: Document) -> Table:
+        return _LABELS(doc)
 
 
 def _walk(doc: Document, node: int) -> tuple[int, ...]:

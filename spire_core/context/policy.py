@@ -9,11 +9,15 @@ under the contributions of its rules with a work list::
 Such a closure is extensive, monotone and idempotent by construction, for every rule and
 for any union of rules (``compose`` or ``|``): Definition 3 holds without relying on each
 rule's own care. Users extend SPIRE by subclassing :class:`Rule`.
+
+A policy asks each rule once per page for every node's contributions (``contributions``, a
+table by node index) and keeps their join for as long as the page lives: a closure is then
+one table lookup per node it reaches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Sequence, Set
 from typing import TYPE_CHECKING
 
 from ..document import Memo
@@ -21,16 +25,11 @@ from ..document import Memo
 if TYPE_CHECKING:
     from ..document import Document, Path
 
-#: A rule's memo of contributions, node -> contributed nodes (see :func:`inherited`).
-Contributions = Memo[dict[int, tuple[int, ...]]]
+#: Every node's contributions, by node index (what :meth:`Rule.contributions` returns).
+Table = Sequence[tuple[int, ...]]
 
 #: Per page: policy -> node -> what all its rules contribute (one lookup per node in a closure).
-_CONTRIBUTED: Memo[dict[Policy, dict[int, tuple[int, ...]]]] = Memo(lambda doc: {})
-
-
-def contributions() -> Contributions:
-    """A fresh, empty per-document memo slot for one rule's :func:`inherited` contributions."""
-    return Memo(lambda doc: {})
+_CONTRIBUTED: Memo[dict[Policy, Table]] = Memo(lambda doc: {})
 
 
 class Rule:
@@ -45,10 +44,20 @@ class Rule:
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
         """Nodes that make ``node`` intelligible (default: none).
 
-        Asked once per node of a page: policies remember the answer for as long as the
-        page lives, so it must depend on ``doc`` and ``node`` alone.
+        Asked once per node of a page (through :meth:`contributions`): policies remember the
+        answers for as long as the page lives, so they must depend on ``doc`` and ``node`` alone.
         """
         return ()
+
+    def contributions(self, doc: Document) -> Table:
+        """Every node's :meth:`contribute`, by node index: what a policy asks, once per page.
+
+        Override it with one pass over the page where that is faster (the built-in rules do,
+        and answer :meth:`contribute` from it).
+        """
+        if type(self).contribute is Rule.contribute:  # a rule of constants alone
+            return [()] * len(doc)
+        return [tuple(self.contribute(doc, i)) for i in range(len(doc))]
 
 
 class Policy:
@@ -86,55 +95,42 @@ class Policy:
                     if j not in out:
                         out.add(j)
                         work.append(j)
-        rules = self.rules
-        by_policy = _CONTRIBUTED(doc)
-        memo = by_policy.get(self)
-        if memo is None:
-            memo = by_policy[self] = {}
+        table = self.table(doc)
         while work:
-            i = work.pop()
-            found = memo.get(i)
-            if found is None:
-                found = memo[i] = tuple(j for rule in rules for j in rule.contribute(doc, i))
-            for j in found:
+            for j in table[work.pop()]:
                 if j not in out:
                     out.add(j)
                     work.append(j)
         return out
 
+    def table(self, doc: Document) -> Table:
+        """What all the rules contribute, by node index: computed once per page and policy."""
+        by_policy = _CONTRIBUTED(doc)
+        table = by_policy.get(self)
+        if table is None:
+            tables = [rule.contributions(doc) for rule in self.rules]
+            table = tables[0] if tables else [()] * len(doc)
+            for more in tables[1:]:
+                table = [a + b if b else a for a, b in zip(table, more, strict=True)]
+            by_policy[self] = table
+        return table
 
-def inherited(
-    doc: Document,
-    node: int,
-    memo_slot: Contributions,
-    special: frozenset[str],
-    compute: Callable[[Document, int], tuple[int, ...]],
-) -> tuple[int, ...]:
-    """Memoised contribution for rules where a node whose tag is not in ``special`` contributes what its parent does.
 
-    ``memo_slot`` is the rule's own :class:`~spire_core.document.Memo` (node -> contribution);
-    ``compute(doc, i)`` gives the contribution of a ``special`` node.
+def inherited(doc: Document, special: frozenset[str], compute: Callable[[Document, int], tuple[int, ...]]) -> Table:
+    """A contributions table where a node whose tag is in ``special`` contributes ``compute(doc, i)``
+    and any other node what its parent does (the root's parent contributes nothing).
+
+    One pass in document order, where a parent always comes before its children.
     """
-    memo = memo_slot(doc)
-    chain: list[int] = []
-    i = node
     tags, parents = doc.tag, doc.parent
-    while True:
-        if i < 0:
-            value: tuple[int, ...] = ()
-            break
-        known = memo.get(i)
-        if known is not None:
-            value = known
-            break
-        if tags[i] in special:
-            value = memo[i] = compute(doc, i)
-            break
-        chain.append(i)
-        i = parents[i]
-    for j in chain:
-        memo[j] = value
-    return value
+    out: list[tuple[int, ...]] = []
+    for i, tag in enumerate(tags):
+        if tag in special:
+            out.append(compute(doc, i))
+        else:
+            p = parents[i]
+            out.append(out[p] if p >= 0 else ())
+    return out
 
 
 def compose(*policies: Policy | Rule) -> Policy:

@@ -19,8 +19,9 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..document import Memo
 from ..tables import CELL_TAGS, Grid, grid
-from .policy import Rule, contributions, inherited
+from .policy import Rule, Table, inherited
 
 if TYPE_CHECKING:
     from ..document import Document
@@ -61,14 +62,17 @@ def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
     return out
 
 
-_CELL_LABELS = contributions()
+_CELL_LABELS: Memo[Table] = Memo(lambda doc: inherited(doc, CELL_TAGS, _cell_labels))
 
 
 class TablesRule(Rule):
     name = "tables"
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return inherited(doc, node, _CELL_LABELS, CELL_TAGS, _cell_labels)
+        return _CELL_LABELS(doc)[node]
+
+    def contributions(self, doc: Document) -> Table:
+        return _CELL_LABELS(doc)
 
 
 def _cell_labels(doc: Document, cell: int) -> tuple[int, ...]:

@@ -27,6 +27,7 @@ from spire_core import (
     sentences,
 )
 from spire_core.document import HEADING_LEVELS
+from spire_core.tables import CELL_TAGS
 from tests.core.strategies import html_pages, sentence_with
 
 POLICIES = {"title": TITLE, "headers": HEADERS, "lists": LISTS, "tables": TABLES, "html": HTML}
@@ -401,3 +402,41 @@ def test_growing_a_closure_step_by_step_equals_closing_the_union(
     a, b = doc.indices(p), doc.indices(bigger - p)
     grown = policy.indices(doc, b, closed=policy.indices(doc, a))
     assert grown == policy.indices(doc, a | b)
+
+
+def _nearest(doc: Document, node: int, special: frozenset[str]) -> int:
+    """``node`` or its nearest ancestor whose tag is in ``special`` (-1: none)."""
+    while node >= 0 and doc.tag[node] not in special:
+        node = doc.parent[node]
+    return node
+
+
+@PROPERTY_SETTINGS
+@given(html=html_pages())
+def test_rule_tables_answer_as_each_node_asked_alone(html: str) -> None:
+    """The one-pass tables of the built-in rules hold, for every node, what its definition gives."""
+    from spire_core.context import headers, lists, tables
+
+    doc = parse_html(html)
+    chains = headers.headings(doc)
+    for rule, expected in (
+        (HEADERS.rules[0], lambda i: tuple(chains.chain(i))),
+        (LISTS.rules[0], lambda i: lists._walk(doc, j) if (j := _nearest(doc, i, lists._SPECIAL)) >= 0 else ()),
+        (TABLES.rules[0], lambda i: tables._cell_labels(doc, j) if (j := _nearest(doc, i, CELL_TAGS)) >= 0 else ()),
+        (FigureCaptionRule(), lambda i: tuple(FigureCaptionRule().contribute(doc, i))),
+    ):
+        table = rule.contributions(doc)
+        assert len(table) == len(doc)
+        for i in range(len(doc)):
+            assert tuple(table[i]) == expected(i), (rule.name, i)
+            assert tuple(rule.contribute(doc, i)) == tuple(table[i])
+
+
+def test_a_policy_table_joins_its_rules_tables() -> None:
+    doc = parse_html(FIGURE_PAGE)
+    policy = compose(HTML, FigureCaptionRule())
+    rules = [r.contributions(doc) for r in policy.rules]
+    joined = policy.table(doc)
+    assert [tuple(j for t in rules for j in t[i]) for i in range(len(doc))] == list(joined)
+    assert any(joined)  # the page's headings and figcaption are contributed somewhere
+    assert policy.table(doc) is joined  # once per page and policy
