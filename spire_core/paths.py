@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
 from .document import Document, Element, Path
 from .errors import PathFormatError
@@ -130,15 +129,11 @@ ROOT_TOKEN = "~"
 _PATH_TEXT = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,18})*")
 
 
-@lru_cache(maxsize=1 << 14)  # 16,384 paths: about 6 MB with their tuples
-def _path_text(path: Path) -> str:
-    return ".".join(map(str, path)) or ROOT_TOKEN  # memoised: the same paths are encoded result after result
-
-
 def encode_paths(paths: Iterable[Path]) -> str:
     """Encode a path set as a compact string, e.g. ``"0.2.1;0.2.3"`` (root is ``"~"``, empty set ``""``)."""
     unique = paths if isinstance(paths, frozenset) else set(map(tuple, paths))
-    return ";".join(map(_path_text, sorted(unique)))
+    # (not memoised per path: a result's paths are mostly new ones, and a memo's misses cost more than its hits save)
+    return ";".join([".".join(map(str, p)) or ROOT_TOKEN for p in sorted(unique)])
 
 
 def decode_paths(text: str) -> PathSet:

@@ -65,7 +65,17 @@ def unit_namespace(name: str) -> uuid.UUID:
 
 def unit_id(doc_id: str, paths: Iterable[Path], *, namespace: uuid.UUID = UNIT_NAMESPACE) -> str:
     """The deterministic id of path set ``paths`` of page ``doc_id``: ``uuid5(namespace, "doc_id#paths")``."""
-    return str(uuid.uuid5(namespace, f"{doc_id}#{encode_paths(paths)}"))
+    return _id(namespace, doc_id, encode_paths(paths))
+
+
+def result_id(metadata: Mapping[str, Any]) -> str:
+    """The id of the result whose :func:`to_metadata` is ``metadata``: the :func:`unit_id` of its page
+    and path set in :data:`RESULT_NAMESPACE`, from the path set encoded there (not encoded again)."""
+    return _id(RESULT_NAMESPACE, metadata[DOC_ID], metadata[PATHS])
+
+
+def _id(namespace: uuid.UUID, doc_id: str, encoded_paths: str) -> str:
+    return str(uuid.uuid5(namespace, f"{doc_id}#{encoded_paths}"))
 
 
 def user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:

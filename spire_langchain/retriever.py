@@ -29,7 +29,6 @@ from spire_core import (
     UnknownPathError,
     aggregate,
     to_metadata,
-    unit_id,
 )
 from spire_core import Document as SpireDocument
 from spire_core import model as packaged
@@ -46,7 +45,7 @@ from spire_core.options import (
     OnPageError,
 )
 from spire_core.passages import PassageHit, sentence_search
-from spire_core.results import DOC_ID, RESULT_NAMESPACE, UNIT_IDS, members_of, unit_of, user_metadata
+from spire_core.results import DOC_ID, UNIT_IDS, members_of, result_id, unit_of, user_metadata
 from spire_core.size import SizeFn
 from spire_core.table_view import table_views
 
@@ -597,10 +596,11 @@ class _Pinned:
 
 def result_document(sub: Subdocument, page: LCDocument | None = None) -> LCDocument:
     """The LangChain ``Document`` of one SPIRE result: the merged rendering, ``page``'s metadata plus SPIRE's."""
+    spire = to_metadata(sub)
     return LCDocument(
-        id=unit_id(sub.doc_id, sub.paths, namespace=RESULT_NAMESPACE),
+        id=result_id(spire),
         page_content=sub.text,
-        metadata={**(user_metadata(page.metadata) if page is not None else {}), **to_metadata(sub)},
+        metadata={**(user_metadata(page.metadata) if page is not None else {}), **spire},
     )
 
 

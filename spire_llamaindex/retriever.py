@@ -35,12 +35,11 @@ from spire_core import (
     aggregate,
     from_metadata,
     to_metadata,
-    unit_id,
 )
 from spire_core.aggregate import aggregation_pool, searched_once, seed_indices
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
 from spire_core.passages import PassageHit, sentence_search
-from spire_core.results import RESULT_NAMESPACE, SPIRE_KEYS, citations_from, members_of, unit_of, user_metadata
+from spire_core.results import SPIRE_KEYS, citations_from, members_of, result_id, unit_of, user_metadata
 from spire_core.size import SizeFn
 from spire_core.table_view import table_views
 
@@ -91,7 +90,8 @@ def result_node(
     extra: dict[str, Any] | None = None,
 ) -> NodeWithScore:
     """A LlamaIndex node for one SPIRE result (merged rendering, citations in metadata)."""
-    meta = {**user_metadata(source.metadata if source is not None else {}), **to_metadata(sub), **(extra or {})}
+    spire = to_metadata(sub)
+    meta = {**user_metadata(source.metadata if source is not None else {}), **spire, **(extra or {})}
     hidden_embed = [*(source.excluded_embed_metadata_keys if source is not None else ()), *SPIRE_KEYS]
     hidden_llm = [*(source.excluded_llm_metadata_keys if source is not None else ()), *SPIRE_KEYS]
     related = RelatedNodeInfo(
@@ -100,7 +100,7 @@ def result_node(
         hash=source_hash,
     )
     node = TextNode(
-        id_=unit_id(sub.doc_id, sub.paths, namespace=RESULT_NAMESPACE),
+        id_=result_id(spire),
         text=sub.text,
         metadata=meta,
         excluded_embed_metadata_keys=hidden_embed,

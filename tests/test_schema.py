@@ -57,6 +57,20 @@ def test_metadata_round_trips_a_subdocument() -> None:
     assert isinstance(rescored, Subdocument) and rescored.score == 0.9
 
 
+def test_both_adapters_give_a_result_the_unit_id_of_its_path_set_in_the_result_namespace() -> None:
+    from spire_core.results import RESULT_NAMESPACE, result_id
+    from spire_langchain.retriever import result_document
+    from spire_llamaindex.retriever import result_node
+
+    doc = parse_html(PAGE, doc_id="w.html")
+    chosen = [Citation("w.html", s.paths, s.own_text, 0.5) for s in seeds(doc)[1:3]]
+    (sub,) = subdocuments(chosen, {"w.html": doc})
+    expected = unit_id("w.html", sub.paths, namespace=RESULT_NAMESPACE)
+    assert result_id(to_metadata(sub)) == expected != unit_id("w.html", sub.paths)
+    assert result_node(sub, None).node.node_id == expected
+    assert result_document(sub).id == expected
+
+
 def test_both_adapters_share_one_option_vocabulary() -> None:
     import pydantic
     from langchain_core.embeddings import FakeEmbeddings
