@@ -10,11 +10,10 @@ figure) governs only the rest of its box.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..document import HEADING_LEVELS, Memo
-from .policy import Rule, Table
+from .policy import PageRule, Table
 
 #: Containers whose headings scope only their own content (admonitions, asides, figures).
 BOX_TAGS = frozenset({"aside", "figure", "blockquote"})
@@ -81,11 +80,6 @@ def headings(doc: Document) -> _Headings:
     return _HEADINGS(doc)
 
 
-class HeadersRule(Rule):
+class HeadersRule(PageRule):
     name = "headers"
-
-    def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return _CHAINS(doc)[node]
-
-    def contributions(self, doc: Document) -> Table:
-        return _CHAINS(doc)
+    per_page = _CHAINS

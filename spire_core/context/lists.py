@@ -10,12 +10,11 @@ sentence, its lead-in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..document import Memo
 from ..sentences import sentence_index
-from .policy import Rule, Table, inherited
+from .policy import PageRule, Table, inherited
 
 if TYPE_CHECKING:
     from ..document import Document
@@ -26,14 +25,9 @@ _SPECIAL = ITEM_TAGS | LIST_TAGS
 _LABELS: Memo[Table] = Memo(lambda doc: inherited(doc, _SPECIAL, _walk))
 
 
-class ListsRule(Rule):
+class ListsRule(PageRule):
     name = "lists"
-
-    def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return _LABELS(doc)[node]
-
-    def contributions(self, doc: Document) -> Table:
-        return _LABELS(doc)
+    per_page = _LABELS
 
 
 def _walk(doc: Document, node: int) -> tuple[int, ...]:

@@ -53,11 +53,24 @@ class Rule:
         """Every node's :meth:`contribute`, by node index: what a policy asks, once per page.
 
         Override it with one pass over the page where that is faster (the built-in rules do,
-        and answer :meth:`contribute` from it).
+        as :class:`PageRule`, and answer :meth:`contribute` from it).
         """
         if type(self).contribute is Rule.contribute:  # a rule of constants alone
             return [()] * len(doc)
         return [tuple(self.contribute(doc, i)) for i in range(len(doc))]
+
+
+class PageRule(Rule):
+    """A rule whose contributions are computed for a whole page at once: ``per_page(doc)`` is
+    the table (a per-document :class:`~spire_core.document.Memo`), and ``contribute`` reads it."""
+
+    per_page: Memo[Table]
+
+    def contribute(self, doc: Document, node: int) -> Iterable[int]:
+        return self.per_page(doc)[node]
+
+    def contributions(self, doc: Document) -> Table:
+        return self.per_page(doc)
 
 
 class Policy:

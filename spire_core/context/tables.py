@@ -16,12 +16,11 @@ Labels, the documented rule:
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..document import Memo
 from ..tables import CELL_TAGS, Grid, grid
-from .policy import Rule, Table, inherited
+from .policy import PageRule, Table, inherited
 
 if TYPE_CHECKING:
     from ..document import Document
@@ -65,14 +64,9 @@ def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
 _CELL_LABELS: Memo[Table] = Memo(lambda doc: inherited(doc, CELL_TAGS, _cell_labels))
 
 
-class TablesRule(Rule):
+class TablesRule(PageRule):
     name = "tables"
-
-    def contribute(self, doc: Document, node: int) -> Iterable[int]:
-        return _CELL_LABELS(doc)[node]
-
-    def contributions(self, doc: Document) -> Table:
-        return _CELL_LABELS(doc)
+    per_page = _CELL_LABELS
 
 
 def _cell_labels(doc: Document, cell: int) -> tuple[int, ...]:
