@@ -19,7 +19,7 @@ from typing import IO, Any, cast
 
 import fsspec
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
-from llama_index.core.storage.kvstore.types import MutableMappingKVStore
+from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION, MutableMappingKVStore
 
 #: What a key-value store holds under each key.
 JSONObject = dict[str, Any]
@@ -147,6 +147,11 @@ class PackedKVStore(SimpleKVStore):
 
     def _packed(self, collection: str) -> PackedMapping:
         return cast(PackedMapping, self._get_collection_mapping(collection))
+
+    def get(self, key: str, collection: str = DEFAULT_COLLECTION) -> JSONObject | None:
+        """The value at ``key`` (a fresh copy), or None, in one read: ``SimpleKVStore``'s test for
+        the key, then its read, raised ``KeyError`` when a concurrent delete came between them."""
+        return self._packed(collection).get(key)
 
     def persist(self, persist_path: str, fs: fsspec.AbstractFileSystem | None = None) -> None:
         dump_file(persist_path, self._collections_mappings, depth=1, fs=fs)  # collection -> packed values

@@ -182,3 +182,21 @@ def test_store_folders_open_with_the_lighter_stores_and_write_the_same_files(exa
     example.index.storage_context.persist(persist_dir=str(tmp_path))
     for name in ("docstore.json", "default__vector_store.json"):
         assert (tmp_path / name).read_bytes() == (example.path / name).read_bytes()
+
+
+def test_a_read_that_a_delete_races_finds_the_value_or_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SimpleKVStore.get`` tests for the key, then reads it: a delete landing in between raised
+    ``KeyError`` in a query beside ``update_index``. Here every membership test is such a delete."""
+    store = PackedKVStore()
+    store.put("unit", {"text": "a sentence"})
+
+    def deleted_meanwhile(self: PackedMapping, key: object) -> bool:
+        found = key in self._packed
+        self._packed.pop(key, None)  # type: ignore[call-overload]
+        return found
+
+    monkeypatch.setattr(PackedMapping, "__contains__", deleted_meanwhile)
+    assert store.get("unit") == {"text": "a sentence"}  # one read: the delete comes after it
+    assert store.get("gone") is None
+    store.delete("unit")
+    assert store.get("unit") is None
