@@ -36,8 +36,10 @@ class Ranking:
     ``first`` of its widest query).
 
     Safe beside a concurrent update: a query that a write disturbed (``SimpleVectorStore``
-    iterates a live dict) or whose nodes were deleted before their fetch is run again, up to
-    :data:`QUERY_TRIES` times in all; after that, what was found is returned.
+    iterates a live dict) or whose nodes were deleted before or during their fetch is run again, up to
+    :data:`QUERY_TRIES` times in all; after that, what was found is returned. (A fetch from
+    LlamaIndex's ``SimpleKVStore`` tests for a key, then reads it: a delete between the two
+    raises ``KeyError``. SPIRE's ``PackedKVStore`` reads once.)
     ``retriever_kwargs`` are ``VectorIndexRetriever``'s (filters, query mode, ...).
     """
 
@@ -82,7 +84,11 @@ class Ranking:
                         raise
                     self.tries += 1
                     continue
-            if self._add(k, self.search._docstore.get_nodes(self._wanted(k), raise_error=False)) or last:
+            try:
+                complete = self._add(k, self.search._docstore.get_nodes(self._wanted(k), raise_error=False))
+            except KeyError:  # a node deleted during its fetch (see the class docstring)
+                self.result, complete = None, False
+            if complete or last:
                 return self.nodes[:k]
             time.sleep(backoff(self.tries))
             self.tries += 1
@@ -101,7 +107,11 @@ class Ranking:
                         raise
                     self.tries += 1
                     continue
-            if self._add(k, await self.search._docstore.aget_nodes(self._wanted(k), raise_error=False)) or last:
+            try:
+                complete = self._add(k, await self.search._docstore.aget_nodes(self._wanted(k), raise_error=False))
+            except KeyError:  # a node deleted during its fetch (see the class docstring)
+                self.result, complete = None, False
+            if complete or last:
                 return self.nodes[:k]
             await asyncio.sleep(backoff(self.tries))
             self.tries += 1

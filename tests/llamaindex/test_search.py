@@ -112,3 +112,32 @@ def test_result_nodes_take_their_source_from_the_parse_served(example: Store) ->
         assert n.node.source_node is not None and n.node.source_node.hash == stored.hash
         assert n.node.metadata == expected.metadata and n.node.source_node.node_type == stored.get_type()
         assert n.node.excluded_llm_metadata_keys == expected.excluded_llm_metadata_keys
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+async def test_a_fetch_that_a_delete_races_is_tried_again(
+    example: Store, monkeypatch: pytest.MonkeyPatch, run: str
+) -> None:
+    """LlamaIndex's SimpleKVStore tests for a key, then reads it: a node deleted between the two
+    raises KeyError from the fetch. The query runs again, as for a node found missing."""
+    retriever = example.retriever(**WIDE)
+    expected = [(s.doc_id, s.paths, s.text) for s in retriever.retrieve_subdocuments(QUESTION)]
+    get_nodes = SimpleDocumentStore.get_nodes
+    raced: list[int] = []
+
+    def racing(self: SimpleDocumentStore, node_ids: list[str], raise_error: bool = True) -> Any:
+        if not raced:
+            raced.append(len(node_ids))
+            raise KeyError(node_ids[0])
+        return get_nodes(self, node_ids, raise_error=raise_error)
+
+    async def aracing(self: SimpleDocumentStore, node_ids: list[str], raise_error: bool = True) -> Any:
+        return racing(self, node_ids, raise_error)
+
+    monkeypatch.setattr(SimpleDocumentStore, "get_nodes", racing)
+    monkeypatch.setattr(SimpleDocumentStore, "aget_nodes", aracing)
+    if run == "sync":
+        results = retriever.retrieve_subdocuments(QUESTION)
+    else:
+        results = await retriever.aretrieve_subdocuments(QUESTION)
+    assert raced and [(s.doc_id, s.paths, s.text) for s in results] == expected
