@@ -19,7 +19,7 @@ Surface times are CPU seconds of this process, the least of :data:`SURFACE_RUNS`
 (the floor takes a fraction of a second: one slow moment would skew every ratio). Each run
 follows a run of the floor, and a system's ratio is to the least floor run among its own
 (``floor_s`` of the system; the set's ``floor_s`` is the least of all): on a shared machine
-the same work took 0.13 s one hour and 0.30 s the next. Index and query times are
+the same work took 0.13 s in one run and 0.30 s in another. Index and query times are
 wall-clock. Compare ratios within one run, not across machines.
 """
 
