@@ -105,7 +105,21 @@ class SourceDocuments:
         self._lock = Lock()
 
     def __contains__(self, doc_id: object) -> bool:
-        return isinstance(doc_id, str) and self.docstore.document_exists(doc_id)
+        if not isinstance(doc_id, str):
+            return False
+        try:
+            return self.docstore.document_exists(doc_id)
+        except KeyError:  # removed while it was read (see _hash)
+            return False
+
+    def _hash(self, doc_id: str) -> str | None:
+        """The docstore's hash of ``doc_id``, None when it is not stored. LlamaIndex's in-memory
+        key-value store tests for a key, then reads it: a page removed between the two raises
+        ``KeyError``, which is read as what it means, the page is gone."""
+        try:
+            return self.docstore.get_document_hash(doc_id)
+        except KeyError:
+            return None
 
     def __call__(self, doc_id: str, expected_hash: str | None = None) -> Document:
         """The parsed page ``doc_id``; raises :class:`MissingSourceError` when it is not stored.
@@ -117,12 +131,12 @@ class SourceDocuments:
             held = self._held(doc_id)
             if held is not None and held[0] == expected_hash:
                 return held[1]
-        current = self.docstore.get_document_hash(doc_id)
+        current = self._hash(doc_id)
         if self._hashes.get(doc_id, current) != current:
             self.cache.invalidate(doc_id)
         self._hashes[doc_id] = current
         doc = self.cache(doc_id)
-        if self.docstore.get_document_hash(doc_id) != current:
+        if self._hash(doc_id) != current:
             # replaced while it was read: what was parsed may be either version, so it is
             # not kept under this hash (a later return to it would serve the other text)
             self.cache.invalidate(doc_id)
@@ -148,7 +162,7 @@ class SourceDocuments:
             node: BaseNode | None = self.node(doc_id)
         except MissingSourceError:
             node = None
-        return node, self.docstore.get_document_hash(doc_id)
+        return node, self._hash(doc_id)
 
     def _held(self, doc_id: str) -> tuple[str | None, Document, BaseNode | None] | None:
         """The entry last served for ``doc_id`` (hash, parse, source node) while its parse is still cached."""
@@ -158,7 +172,10 @@ class SourceDocuments:
 
     def node(self, doc_id: str) -> BaseNode:
         """The stored source node (a LlamaIndex ``Document``) of ``doc_id``."""
-        node = self.docstore.get_document(doc_id, raise_error=False)
+        try:
+            node = self.docstore.get_document(doc_id, raise_error=False)
+        except KeyError:  # removed while it was read (see _hash)
+            node = None
         if node is None:
             raise MissingSourceError(
                 "the source page is not in the docstore: store the source Documents "

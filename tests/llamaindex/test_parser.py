@@ -14,6 +14,7 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 from spire_core import (
     NONE,
     DocumentTooLargeError,
+    MissingSourceError,
     NotHTMLError,
     decode_paths,
     encode_paths,
@@ -214,3 +215,45 @@ def test_a_units_page_hash_serves_the_held_parse_without_a_lookup() -> None:
     fresh = sources("w.html", second.hash)
     assert docstore.lookups == 2 and fresh is not parsed
     assert "three grams" in render(fresh, list(fresh.paths()))
+
+
+class RacedDocstore(SimpleDocumentStore):
+    """A docstore whose page is deleted between LlamaIndex's key test and its read, once per
+    kind of read: the in-memory key-value store then raises ``KeyError``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raced: set[str] = set()
+
+    def _race(self, kind: str, doc_id: str) -> None:
+        if kind not in self.raced:
+            self.raced.add(kind)
+            self.delete_document(doc_id, raise_error=False)
+            raise KeyError(doc_id)
+
+    def get_document_hash(self, doc_id: str) -> str | None:
+        self._race("hash", doc_id)
+        return super().get_document_hash(doc_id)
+
+    def get_document(self, doc_id: str, raise_error: bool = True) -> object:  # type: ignore[override]
+        self._race("node", doc_id)
+        return super().get_document(doc_id, raise_error=raise_error)
+
+    def document_exists(self, doc_id: str) -> bool:
+        self._race("exists", doc_id)
+        return super().document_exists(doc_id)
+
+
+@pytest.mark.parametrize("read", ["parse", "source", "contains"])
+def test_a_page_removed_while_it_is_read_is_missing_not_a_key_error(read: str) -> None:
+    docstore = RacedDocstore()
+    store_sources(docstore, [Document(text=PAGE, id_="w.html")])
+    sources = SourceDocuments(docstore)
+    if read == "parse":
+        with pytest.raises(MissingSourceError, match=r"w\.html"):
+            sources("w.html")
+    elif read == "source":
+        assert sources.source("w.html") == (None, None)
+    else:
+        assert "w.html" not in sources
+    assert docstore.raced  # the race happened
