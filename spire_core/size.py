@@ -8,6 +8,7 @@ model's own tokenizer when it is installed. Any ``Callable[[str], int]`` works a
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable
 from functools import lru_cache
@@ -53,6 +54,25 @@ class _CharClasses(_Learnt[int, str]):
 
 
 _CLASSES = _CharClasses()
+#: The classes of the ASCII bytes (any other byte never occurs: see :func:`_classes`).
+_ASCII_CLASSES = bytes(ord(_CLASSES[code]) for code in range(128)) + b"." * 128
+#: ASCII characters after a non-ASCII one that :func:`_classes` classes in the same call.
+_CLASSED_AHEAD = 32
+
+
+def _classes(err: UnicodeError) -> tuple[str, int]:
+    """The encoding error handler ``spire-token-classes``: non-ASCII text becomes its classes.
+
+    Classes the run that failed and up to :data:`_CLASSED_AHEAD` characters after it, so text
+    that alternates ASCII and other characters costs one call per that many, not per character.
+    """
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    end = min(err.end + _CLASSED_AHEAD, len(err.object))
+    return err.object[err.start : end].translate(_CLASSES), end
+
+
+codecs.register_error("spire-token-classes", _classes)
 
 
 def approx_tokens(text: str) -> int:
@@ -60,11 +80,13 @@ def approx_tokens(text: str) -> int:
 
     The count of ``re.findall(r"\w+|[^\w\s]", text)``, taken without building the
     list: each mark is one token, and each run of word characters one more (one per word
-    character that follows a non-word one). Fifteen times faster on ASCII text, and
-    budgets are costed hundreds of times per query.
+    character that follows a non-word one). The text is classed as bytes (ASCII at C speed,
+    other characters through :class:`_CharClasses` in the encoder's error handler): fifteen
+    times faster than the regular expression on ASCII text, eight times on prose with a few
+    accents, and budgets are costed hundreds of times per query.
     """
-    kinds = text.translate(_CLASSES)
-    return kinds.count(".") + kinds.count(" a") + kinds.count(".a") + kinds.startswith("a")
+    kinds = text.encode("ascii", "spire-token-classes").translate(_ASCII_CLASSES)
+    return kinds.count(b".") + kinds.count(b" a") + kinds.count(b".a") + kinds.startswith(b"a")
 
 
 #: Distinct words and characters a :class:`WordPieceCount` remembers.

@@ -41,6 +41,19 @@ def test_approx_tokens_counts_what_the_judges_regex_finds(text: str) -> None:
     assert approx_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "aé" * 100,  # ASCII and other characters alternating, across many classing windows
+        "word\ud800word \udfff.",  # lone surrogates (a page decoded with surrogateescape)
+        "x\U0001f600y \u3000z\u00a0w\u0085v 東京 t",  # astral, CJK and non-ASCII spaces
+        "é" * 70 + " end",
+    ],
+)
+def test_approx_tokens_classes_non_ascii_text_as_the_regex_does(text: str) -> None:
+    assert approx_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))
+
+
 def test_approx_tokens_remembers_a_bounded_number_of_characters() -> None:
     from spire_core import size
 
