@@ -23,8 +23,10 @@ class Citation:
         """A stable identifier: ``doc_id#encoded-paths``."""
         return f"{self.doc_id}#{encode_paths(self.paths)}"
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"doc_id": self.doc_id, "paths": encode_paths(self.paths), "text": self.text}
+    def to_dict(self, *, encoded: str | None = None) -> dict[str, Any]:
+        """The citation as JSON-ready data; ``encoded``: its paths' :func:`encode_paths`, when known."""
+        paths = encode_paths(self.paths) if encoded is None else encoded
+        out: dict[str, Any] = {"doc_id": self.doc_id, "paths": paths, "text": self.text}
         if self.score is not None:
             out["score"] = self.score
         return out

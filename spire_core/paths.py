@@ -131,9 +131,23 @@ _PATH_TEXT = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,18})*")
 
 def encode_paths(paths: Iterable[Path]) -> str:
     """Encode a path set as a compact string, e.g. ``"0.2.1;0.2.3"`` (root is ``"~"``, empty set ``""``)."""
-    unique = paths if isinstance(paths, frozenset) else set(map(tuple, paths))
-    # (not memoised per path: a result's paths are mostly new ones, and a memo's misses cost more than its hits save)
-    return ";".join([".".join(map(str, p)) or ROOT_TOKEN for p in sorted(unique)])
+    return encode_path_sets([paths])[0]
+
+
+def encode_path_sets(sets: Iterable[Iterable[Path]]) -> list[str]:
+    """:func:`encode_paths` of each of ``sets``, each distinct path formatted once: for sets that
+    share their paths, such as a result's context, its seeds and its citations (half the time)."""
+    texts: dict[Path, str] = {}
+    out = []
+    for paths in sets:
+        parts = []
+        for p in sorted(paths if isinstance(paths, frozenset) else set(map(tuple, paths))):
+            text = texts.get(p)
+            if text is None:
+                text = texts[p] = ".".join(map(str, p)) or ROOT_TOKEN
+            parts.append(text)
+        out.append(";".join(parts))
+    return out
 
 
 def decode_paths(text: str) -> PathSet:

@@ -21,7 +21,7 @@ from .document import Path
 from .evidence import Selection
 from .options import DEFAULT_SIZE, Fmt
 from .passages import decode_members, encode_members
-from .paths import decode_paths, encode_paths
+from .paths import decode_paths, encode_path_sets, encode_paths
 from .render import render
 from .size import SizeFn
 
@@ -130,13 +130,15 @@ def unit_of(metadata: Mapping[str, Any]) -> tuple[str, frozenset[Path]] | None:
 
 def to_metadata(sub: Subdocument) -> dict[str, Any]:
     """The SPIRE metadata of one result (its text is ``sub.text``)."""
+    # the seeds are paths of the context, the citations' paths seeds: each path is formatted once
+    paths, seeds, *cited = encode_path_sets([sub.paths, sub.seeds, *(c.paths for c in sub.citations)])
     return {
         DOC_ID: sub.doc_id,
-        PATHS: encode_paths(sub.paths),
-        SEEDS: encode_paths(sub.seeds),
+        PATHS: paths,
+        SEEDS: seeds,
         COST: sub.cost,
         SCORE: sub.score,
-        CITATIONS: [c.to_dict() for c in sub.citations],
+        CITATIONS: [c.to_dict(encoded=e) for c, e in zip(sub.citations, cited, strict=True)],
     }
 
 

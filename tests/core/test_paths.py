@@ -26,7 +26,7 @@ from spire_core import (
     subdoc,
     up,
 )
-from spire_core.paths import down_indices, link_order, up_indices
+from spire_core.paths import down_indices, encode_path_sets, link_order, up_indices
 from tests.core.strategies import html_pages, tree
 from tests.core.test_document import LISTING_1, LISTING_2_TREE
 
@@ -185,6 +185,17 @@ def test_round_trip_property(paths: frozenset[tuple[int, ...]]) -> None:
     text = encode_paths(paths)
     assert decode_paths(text) == paths
     assert encode_paths(decode_paths(text)) == text  # canonical
+
+
+_PATH_SETS = st.frozensets(st.lists(st.integers(0, 50), max_size=5).map(tuple), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_PATH_SETS, max_size=5))
+def test_encoding_sets_together_encodes_each_alone(sets: list[frozenset[tuple[int, ...]]]) -> None:
+    # sets sharing paths (a result's context, seeds, citations) share their formatting, nothing else
+    shared = [frozenset(s | sets[0]) for s in sets]
+    assert encode_path_sets(sets + shared) == [encode_paths(s) for s in sets + shared]
 
 
 def test_round_trip_on_a_real_document(tiny: Document) -> None:
