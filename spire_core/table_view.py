@@ -276,6 +276,7 @@ def table_views(
     shape = question_shape(question)
     terms = _terms(question)
     views: dict[str, list[Citation]] = {}
+    renderings = _Renderings(results, docs, size, policy, fmt)
     left = int(share * budget)
     candidates = _all_tables(results, docs)
     lexicon = _Lexicon(question, [(docs[t.doc_id], t.table) for t in candidates])
@@ -284,7 +285,7 @@ def table_views(
             break
         doc = docs[t.doc_id]
         named = lexicon.label_weight(doc, t.table) > 0
-        room = min(left, _room(results, views, docs, None if named else t, budget, size, policy, fmt))
+        room = min(left, _room(results, views, None if named else t, budget, renderings))
         if room < MIN_VIEW:
             continue  # what outranks the table on other pages fills the budget
         cells, text = _view_cells(doc, grid(doc, t.table), t.cells, shape, terms, lexicon, room, size, policy, fmt)
@@ -295,18 +296,15 @@ def table_views(
             break
     if not views:
         return list(results)
-    return _fit(list(results), views, docs, budget, size, policy, fmt)
+    return _fit(list(results), views, budget, renderings)
 
 
 def _room(
     results: Sequence[Subdocument],
     views: Mapping[str, list[Citation]],
-    docs: Mapping[str, Document],
     table: _Table | None,
     budget: int,
-    size: SizeFn,
-    policy: Policy,
-    fmt: Fmt,
+    renderings: _Renderings,
 ) -> int:
     """What ``budget`` leaves for a view: it never displaces an earlier view, nor, for a ``table``
     found by similarity alone (None: one the question names), a citation of another page scored
@@ -320,21 +318,53 @@ def _room(
             and r.doc_id != table.doc_id
             and (c.score if c.score is not None else r.score) > table.score
         ]
-        used += _render(docs[r.doc_id], [*kept, *views.get(r.doc_id, [])], size, policy, fmt)[2]
+        used += renderings(r.doc_id, [*kept, *views.get(r.doc_id, [])]).cost
     return budget - used
 
 
-def _render(
-    doc: Document, citations: Sequence[Citation], size: SizeFn, policy: Policy, fmt: Fmt
-) -> tuple[set[int], str, int]:
-    """The union of the citations' own global contexts, its rendering and its size (nothing: ``"", 0``)."""
-    context: set[int] = set()
-    for c in citations:
-        context |= own_context(doc, policy, seed_indices(doc, c.paths)[1])
-    if not context:
-        return context, "", 0
-    text = render_indices(doc, context, fmt=fmt)
-    return context, text, size(text)
+@dataclass(frozen=True)
+class _Rendering:
+    """A page's rendering of some citations: the union of their own global contexts (as node
+    indices; None for a result's own, whose ``paths`` are known), the text and its size."""
+
+    context: set[int] | None
+    text: str
+    cost: int
+
+
+class _Renderings:
+    """The renderings of one :func:`table_views` call, one per page and union of cited paths.
+
+    Fitting the views renders the same pages with the same citations again and again (a third
+    of the renderings, over the bench questions), and a result's own citations render as its
+    text: each union is rendered once.
+    """
+
+    def __init__(
+        self, results: Sequence[Subdocument], docs: Mapping[str, Document], size: SizeFn, policy: Policy, fmt: Fmt
+    ) -> None:
+        self.docs, self.size, self.policy, self.fmt = docs, size, policy, fmt
+        self.done = {(r.doc_id, _cited(r.citations)): _Rendering(None, r.text, r.cost) for r in results}
+
+    def __call__(self, doc_id: str, citations: Sequence[Citation]) -> _Rendering:
+        key = (doc_id, _cited(citations))
+        got = self.done.get(key)
+        if got is None:
+            got = self.done[key] = self._render(self.docs[doc_id], citations)
+        return got
+
+    def _render(self, doc: Document, citations: Sequence[Citation]) -> _Rendering:
+        context: set[int] = set()
+        for c in citations:
+            context |= own_context(doc, self.policy, seed_indices(doc, c.paths)[1])
+        if not context:
+            return _Rendering(context, "", 0)
+        text = render_indices(doc, context, fmt=self.fmt)
+        return _Rendering(context, text, self.size(text))
+
+
+def _cited(citations: Iterable[Citation]) -> frozenset[Path]:
+    return frozenset().union(*(c.paths for c in citations))
 
 
 def _admitted_tables(results: Sequence[Subdocument], docs: Mapping[str, Document]) -> list[_Table]:
@@ -732,18 +762,12 @@ def _subtrees(doc: Document, cells: Iterable[int]) -> set[int]:
 
 
 def _fit(
-    results: list[Subdocument],
-    views: Mapping[str, list[Citation]],
-    docs: Mapping[str, Document],
-    budget: int,
-    size: SizeFn,
-    policy: Policy,
-    fmt: Fmt,
+    results: list[Subdocument], views: Mapping[str, list[Citation]], budget: int, renderings: _Renderings
 ) -> list[Subdocument]:
     """Merge the views into their pages' results, then drop lowest-scored seed citations while over ``budget``.
 
     The fewest drops that fit are found by bisection over the drop order (dropping shrinks
-    every rendering), each page re-rendered once per number of its own citations dropped.
+    every rendering), each page rendered once per set of its citations kept.
     """
     viewed = {d: frozenset().union(*(v.paths for v in vs)) for d, vs in views.items()}
     # lowest score first; among equal scores (a passage's members) the last admitted first
@@ -757,8 +781,7 @@ def _fit(
     )
     drops = [(d, c) for _, _, d, c in order if not c.paths <= viewed.get(d, frozenset())]  # a view delivers the rest
     pages = {
-        r.doc_id: _Page(r, views.get(r.doc_id, []), [c for d, c in drops if d == r.doc_id], docs[r.doc_id])
-        for r in results
+        r.doc_id: _Page(r, views.get(r.doc_id, []), [c for d, c in drops if d == r.doc_id], renderings) for r in results
     }
 
     def dropped(m: int) -> dict[str, int]:
@@ -768,7 +791,7 @@ def _fit(
         return counts
 
     def total(m: int) -> int:
-        return sum(pages[d].cost(n, size, policy, fmt) for d, n in dropped(m).items())
+        return sum(pages[d].cost(n) for d, n in dropped(m).items())
 
     m = 0
     if total(0) > budget:
@@ -781,40 +804,43 @@ def _fit(
                 lo = mid
         m = hi
     counts = dropped(m)
-    return [s for s in (pages[r.doc_id].result(counts[r.doc_id], size, policy, fmt) for r in results) if s]
+    return [s for s in (pages[r.doc_id].result(counts[r.doc_id]) for r in results) if s]
 
 
 class _Page:
     """One page's result with its views, and its renderings with its ``n`` lowest-scored droppable citations dropped."""
 
-    def __init__(self, base: Subdocument, views: list[Citation], drops: list[Citation], doc: Document) -> None:
-        self.base, self.views, self.drops, self.doc = base, views, drops, doc
-        self.rendered: dict[int, tuple[set[int], str, int]] = {}
+    def __init__(
+        self, base: Subdocument, views: list[Citation], drops: list[Citation], renderings: _Renderings
+    ) -> None:
+        self.base, self.views, self.drops, self.renderings = base, views, drops, renderings
 
     def kept(self, n: int) -> list[Citation]:
         gone = {id(c) for c in self.drops[:n]}
         return [c for c in self.base.citations if id(c) not in gone]
 
-    def render(self, n: int, size: SizeFn, policy: Policy, fmt: Fmt) -> tuple[set[int], str, int]:
-        got = self.rendered.get(n)
-        if got is None:
-            got = self.rendered[n] = _render(self.doc, [*self.kept(n), *self.views], size, policy, fmt)
-        return got
+    def cost(self, n: int) -> int:
+        return self.renderings(self.base.doc_id, [*self.kept(n), *self.views]).cost
 
-    def cost(self, n: int, size: SizeFn, policy: Policy, fmt: Fmt) -> int:
-        if n == 0 and not self.views:
-            return self.base.cost  # the aggregation's rendering of the same citations
-        return self.render(n, size, policy, fmt)[2]
-
-    def result(self, n: int, size: SizeFn, policy: Policy, fmt: Fmt) -> Subdocument | None:
+    def result(self, n: int) -> Subdocument | None:
         """The page's result with ``n`` citations dropped (None when nothing is left)."""
         if n == 0 and not self.views:
             return self.base
         citations = [*self.kept(n), *self.views]
         if not citations:
             return None
-        context, text, cost = self.render(n, size, policy, fmt)
-        seeds: frozenset[Path] = frozenset().union(*(c.paths for c in citations))
+        rendering = self.renderings(self.base.doc_id, citations)
+        # no context: the citations are the result's own (a view of a table its seeds fill)
+        paths = (
+            self.base.paths
+            if rendering.context is None
+            else self.renderings.docs[self.base.doc_id].to_paths(rendering.context)
+        )
         return replace(
-            self.base, seeds=seeds, paths=self.doc.to_paths(context), text=text, cost=cost, citations=citations
+            self.base,
+            seeds=_cited(citations),
+            paths=paths,
+            text=rendering.text,
+            cost=rendering.cost,
+            citations=citations,
         )
