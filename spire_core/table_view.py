@@ -335,9 +335,9 @@ class _Rendering:
 class _Renderings:
     """The renderings of one :func:`table_views` call, one per page and union of cited paths.
 
-    Fitting the views renders the same pages with the same citations again and again (a third
-    of the renderings, over the bench questions), and a result's own citations render as its
-    text: each union is rendered once.
+    Fitting the views asks for the same pages with the same citations again (a page left
+    without citations, often; one in eight renderings, over the bench questions), and a result's
+    own citations render as its text: each union is rendered once.
     """
 
     def __init__(
