@@ -50,6 +50,7 @@ from .aggregate import Subdocument, document_lookup, own_context, seed_indices
 from .citation import Citation
 from .context import HTML, Policy
 from .context.headers import headings
+from .context.policy import Table, inherited
 from .document import Document, Memo, Path
 from .errors import BudgetError
 from .options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
@@ -589,14 +590,21 @@ MIN_FILLED = 0.5
 
 def _cell_of(doc: Document, node: int) -> tuple[int, int] | None:
     """``(table, cell)`` of the innermost grid cell holding ``node``, if any."""
-    cell = None
-    for anc in (node, *doc.ancestors(node)):
-        tag = doc.tag[anc]
-        if cell is None and tag in CELL_TAGS:
-            cell = anc
-        elif cell is not None and tag == "table":
-            return (anc, cell) if cell in grid(doc, anc).cells else None
-    return None
+    found = _GRID_CELLS(doc)[node]
+    return (found[0], found[1]) if found else None
+
+
+def _grid_cell(doc: Document, cell: int) -> tuple[int, ...]:
+    """``(table, cell)`` when ``cell`` (a cell element) is a cell of its nearest table's grid, else ``()``."""
+    for anc in doc.ancestors(cell):
+        if doc.tag[anc] == "table":
+            return (anc, cell) if cell in grid(doc, anc).cells else ()
+    return ()
+
+
+#: Each node's :func:`_grid_cell` of its innermost cell element (``()`` outside any), per page:
+#: every node of every admitted seed is looked up, query after query.
+_GRID_CELLS: Memo[Table] = Memo(lambda doc: inherited(doc, CELL_TAGS, _grid_cell))
 
 
 def _key_column(doc: Document, g: Grid) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
 
 from spire_core import (
     BudgetError,
@@ -26,7 +27,9 @@ from spire_core import (
     render,
     seeds,
 )
-from spire_core.table_view import SHAPES, _Lexicon, question_shape, table_views
+from spire_core.table_view import SHAPES, _cell_of, _Lexicon, question_shape, table_views
+from spire_core.tables import CELL_TAGS, grid
+from tests.core.strategies import html_pages
 
 NAMES = [
     "Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India", "Juliett",
@@ -480,3 +483,15 @@ def test_equal_scores_drop_the_last_admitted_first(docs: dict[str, Document]) ->
     after = next(r for r in viewed if r.doc_id == "notes").citations
     assert 0 < len(after) < len(before)
     assert after == before[: len(after)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(html=html_pages())
+def test_each_nodes_grid_cell_is_its_innermost_cells_in_the_nearest_table(html: str) -> None:
+    # _cell_of reads a per-page table: it must say what walking up from the node says
+    doc = parse_html(html + "<table><tr><td><table><tr><td><p>inner</p></td></tr></table></td></tr></table>")
+    for node in range(len(doc)):
+        cell = next((a for a in (node, *doc.ancestors(node)) if doc.tag[a] in CELL_TAGS), None)
+        table = None if cell is None else next((a for a in doc.ancestors(cell) if doc.tag[a] == "table"), None)
+        expected = None if table is None or cell not in grid(doc, table).cells else (table, cell)
+        assert _cell_of(doc, node) == expected
