@@ -128,7 +128,9 @@ class Document:
         self.text: list[str] = []
         self.attrs: list[Mapping[str, str]] = []
         self.parent: list[int] = []
-        self.children: list[list[int]] = []
+        #: each node's child indices: a tuple, ``()`` for a leaf (tuples of ints are not tracked by
+        #: the garbage collector, a list per node was: half of a query process's objects)
+        self.children: list[tuple[int, ...]] = []
         self.pos: list[int] = []
         #: values of the :class:`Memo` slots computed for this document (see :class:`Memo`)
         self.memos: dict[Memo[Any], Any] = {}
@@ -141,10 +143,10 @@ class Document:
     def _flatten(self, root: Element) -> None:
         """Fill the node arrays from the build tree, in pre-order.
 
-        Iterative: the stack holds, for each open element, its index and an iterator over
-        its remaining children. Text children are stored in the inner loop; an element child
-        with children of its own is descended into, and its subtree end is set once its
-        iterator is exhausted.
+        Iterative: the stack holds, for each open element, its index, the list its children's
+        indices are gathered in and an iterator over its remaining children. Text children are
+        stored in the inner loop; an element child with children of its own is descended into,
+        and its subtree end and children tuple are set once its iterator is exhausted.
         """
         tags, texts, attrs, parents, positions, children, ends = (
             self.tag,
@@ -160,18 +162,17 @@ class Document:
         attrs.append(root.attrs)
         parents.append(-1)
         positions.append(0)
-        children.append([])
+        children.append(())
         ends.append(1)
-        stack: list[tuple[int, Iterator[tuple[int, Element | str]]]] = [(0, enumerate(root.children))]
+        stack: list[tuple[int, list[int], Iterator[tuple[int, Element | str]]]] = [(0, [], enumerate(root.children))]
         while stack:
-            parent, kids = stack[-1]
-            siblings = children[parent]
+            parent, siblings, kids = stack[-1]
             for k, node in kids:
                 i = len(tags)
                 siblings.append(i)
                 parents.append(parent)
                 positions.append(k)
-                children.append([])
+                children.append(())
                 ends.append(i + 1)
                 if isinstance(node, str):
                     tags.append(None)
@@ -182,11 +183,12 @@ class Document:
                     texts.append("")
                     attrs.append(node.attrs)
                     if node.children:
-                        stack.append((i, enumerate(node.children)))
+                        stack.append((i, [], enumerate(node.children)))
                         break
             else:
                 stack.pop()
                 ends[parent] = len(tags)
+                children[parent] = tuple(siblings)
 
     # -- paths and indices -------------------------------------------------------------
     def __len__(self) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -212,3 +214,14 @@ def test_lru_keeps_the_most_recently_used(keys: list[int], maxsize: int) -> None
 def test_lru_size_must_be_positive() -> None:
     with pytest.raises(ValueError):
         LRU(0)
+
+
+def test_child_indices_are_tuples_the_collector_does_not_track() -> None:
+    # a list per node made half of a query process's objects, each visited by every full collection
+    doc = parse_html("<html><body><h1>T</h1><p>One <b>two</b> three.</p><ul><li>a</li><li>b</li></ul></body></html>")
+    assert all(type(c) is tuple for c in doc.children)
+    leaves = [i for i in range(len(doc)) if not doc.children[i]]
+    assert len(leaves) > 5 and all(doc.children[i] is doc.children[leaves[0]] for i in leaves)  # one shared ()
+    gc.collect()
+    assert not any(gc.is_tracked(c) for c in doc.children)
+    assert doc.children[0] and all(doc.parent[c] == 0 for c in doc.children[0])
