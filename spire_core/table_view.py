@@ -56,7 +56,7 @@ from .errors import BudgetError
 from .options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
 from .render import render_indices
 from .size import SizeFn, approx_tokens
-from .tables import CELL_TAGS, Grid, grid
+from .tables import CELL_TAGS, Grid, grid, grid_table
 
 Shape = Literal["first", "last", "next", "previous", "most", "least", "none"]
 #: Tokens under which what is left of the views' share is not spent on another table.
@@ -596,10 +596,8 @@ def _cell_of(doc: Document, node: int) -> tuple[int, int] | None:
 
 def _grid_cell(doc: Document, cell: int) -> tuple[int, ...]:
     """``(table, cell)`` when ``cell`` (a cell element) is a cell of its nearest table's grid, else ``()``."""
-    for anc in doc.ancestors(cell):
-        if doc.tag[anc] == "table":
-            return (anc, cell) if cell in grid(doc, anc).cells else ()
-    return ()
+    table = grid_table(doc, cell)
+    return () if table is None else (table, cell)
 
 
 #: Each node's :func:`_grid_cell` of its innermost cell element (``()`` outside any), per page:

@@ -67,6 +67,14 @@ def grid(doc: Document, table: int) -> Grid:
 _GRIDS: Memo[dict[int, Grid]] = Memo(lambda doc: {})
 
 
+def grid_table(doc: Document, cell: int) -> int | None:
+    """The table whose grid holds the cell element ``cell``: its nearest table, if that table's grid has it."""
+    for anc in doc.ancestors(cell):
+        if doc.tag[anc] == "table":
+            return anc if cell in grid(doc, anc).cells else None
+    return None
+
+
 def _own_rows(doc: Document, table: int) -> tuple[list[int], set[int], int | None]:
     rows: list[int] = []
     in_head: set[int] = set()

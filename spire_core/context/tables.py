@@ -19,7 +19,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from ..document import Memo
-from ..tables import CELL_TAGS, Grid, grid
+from ..tables import CELL_TAGS, Grid, grid, grid_table
 from .policy import PageRule, Table, inherited
 
 if TYPE_CHECKING:
@@ -70,8 +70,5 @@ class TablesRule(PageRule):
 
 
 def _cell_labels(doc: Document, cell: int) -> tuple[int, ...]:
-    for tbl in doc.ancestors(cell):
-        if doc.tag[tbl] == "table":
-            g = grid(doc, tbl)
-            return tuple(_labels(doc, g, cell)) if cell in g.cells else ()
-    return ()
+    table = grid_table(doc, cell)
+    return () if table is None else tuple(_labels(doc, grid(doc, table), cell))
