@@ -2,7 +2,7 @@
 
 Every page of the docs benchmark is parsed and its sentence seeds built once. Each query
 then draws ``--hits`` random seeds as a ranked hit list (no embedding, no search) and times
-``aggregate(..., budget, cost=approx_tokens)`` plus joining the delivered renderings.
+``aggregate(..., budget, size=approx_tokens)`` plus joining the delivered renderings.
 Prints the median and 90th percentile milliseconds per query and the machine's CPU count.
 """
 
