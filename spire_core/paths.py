@@ -131,7 +131,7 @@ _PATH_TEXT = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,18})*")
 
 def encode_paths(paths: Iterable[Path]) -> str:
     """Encode a path set as a compact string, e.g. ``"0.2.1;0.2.3"`` (root is ``"~"``, empty set ``""``)."""
-    return encode_path_sets([paths])[0]
+    return ";".join(map(_path_text, sorted(_unique(paths))))
 
 
 def encode_path_sets(sets: Iterable[Iterable[Path]]) -> list[str]:
@@ -151,7 +151,7 @@ def encode_path_sets(sets: Iterable[Iterable[Path]]) -> list[str]:
         try:
             out.append(";".join([texts[k] for k in sorted(map(rank, unique))]))
         except KeyError:  # a path the first set does not hold
-            out.append(";".join(map(_path_text, sorted(unique))))
+            out.append(encode_paths(unique))
     return out
 
 
