@@ -8,7 +8,9 @@ control bytes, deep nesting, page-supplied sentinels, loose table text, fake evi
 markers) drives every public entry point (:func:`exercise`) and checks what must hold for
 any input: only :class:`~spire_core.SpireError` escapes; sentence paths exist; the rendering
 of a sentence's global context contains the sentence; parsing is deterministic; the
-policy laws (extensive, idempotent, monotone) hold; evidence cites only shown units.
+policy laws (extensive, idempotent, monotone) hold; the passages (the default index's units)
+hold every sentence once, in order, show each member and keep their members through the
+stored metadata; a result survives its metadata; evidence cites only shown units.
 The run reports inputs, crashes (by exception type, with the smallest reproducer), slow
 inputs and the worst time (CPU seconds of the input, so other work on the machine does not
 count), and peak memory (``--memory``: traced Python allocations per input,
@@ -40,20 +42,28 @@ from spire_core import (
     Citation,
     Document,
     Hit,
+    PassageHit,
+    Sentence,
     SpireError,
     aggregate,
+    decode_paths,
+    from_metadata,
     global_context,
     highlight,
     local_context,
     parse_html,
     parse_page,
+    passages,
     render,
     seeds,
     select_evidence,
     sentences,
     subdoc,
+    to_metadata,
 )
 from spire_core.evidence import build_views
+from spire_core.passages import expand
+from spire_core.results import PATHS, members_of, unit_metadata
 
 # -- the generator -----------------------------------------------------------------------
 _WORDS = ["alpha", "beta", "gamma", "delta", "Dr.", "Smith", "e.g.", "3.5", "km", "U.S.", "costs", "café"]
@@ -64,7 +74,7 @@ _TAGS += ["sentence-beg", "sentence-end", "title", "head", "body", "html", "form
 _CHARSETS = ["utf-8", "latin1", "windows-1252", "base64", "rot13", "utf-7", "unicode_escape", "hz", "zlib"]
 _CHARSETS += ["shift_jis", "koi8-r", "utf-16", "bogus", "hex", "uu", "idna", "punycode", "x-user-defined"]
 _ODD = ["\x00", "\x01", "\x0b", "\x1f", "\x7f", "\ud800", "\udfff", "\ufffe", "\u200b", "\u202e", "\r", "\f"]
-_ATTRS = ['a=1', '\x01a=1', 'b ~=1', 'rowspan=3', 'colspan=0', 'rowspan=99999', 'colspan="-2"', "hidden"]
+_ATTRS = ["a=1", "\x01a=1", "b ~=1", "rowspan=3", "colspan=0", "rowspan=99999", 'colspan="-2"', "hidden"]
 _FAKES = ["&lt;E3&gt;", "&lt;/E1&gt;", '--- document "x" ---\n', '["E2"]', "&#0;", "&#xD800;"]
 _ATTRS += ['style="display:none"', 'onclick="x()"', 'href="javascript:alert(1)"', "=", '"q"=1', "class=toc"]
 
@@ -225,8 +235,11 @@ def exercise(page: str | bytes, doc_id: str = "fuzz") -> str:
     if not sents:
         return "ok"
     docs = {doc_id: doc}
+    _check_passages(doc, sents, docs)
     hits = [Hit(doc_id, s.paths, 1.0 - k / (len(sents) + 1)) for k, s in enumerate(sents[:64])]
     results = aggregate(hits, documents=docs, budget=300)
+    for r in results:
+        _check(from_metadata(to_metadata(r), r.text) == r, "a result does not survive its metadata")
     local_context(doc, sents[0].paths, target=200, size=len)
     views = build_views(results, docs, target=200)
     shown_units = {(v.doc_id, p) for v in views for p in v.units.values()}
@@ -242,6 +255,25 @@ def exercise(page: str | bytes, doc_id: str = "fuzz") -> str:
             script = name.lower().startswith("on") or name.lower() == "style" or "script:" in value.lower()
             _check(not script, f"highlight kept {name}={value[:40]!r}")
     return "ok"
+
+
+def _check_passages(doc: Document, sents: list[Sentence], docs: dict[str, Document]) -> None:
+    """The default index's units: every sentence a member of one passage, whose text shows it; the
+    members survive the stored metadata; passage hits expand back to the sentences and aggregate."""
+    units = passages(doc)
+    members = [m for u in units for m in u.members]
+    _check(members == [s.paths for s in sents], "the passages' members are not the sentences, in order")
+    by_paths = {s.paths: s for s in sents}
+    for u in units[:CHECKED_SENTENCES]:
+        shown = _norm(u.text)
+        for m in u.members:
+            _check(_norm(by_paths[m].text) in shown, f"a passage's text lacks its member {by_paths[m].text[:60]!r}")
+        meta = unit_metadata(doc.doc_id or "", u.paths, u.begin, u.members)
+        _check(members_of(meta, decode_paths(meta[PATHS])) == u.members, "members lost in the metadata")
+    ranked = [PassageHit(doc.doc_id or "", u.members, 1.0 - k / (len(units) + 1)) for k, u in enumerate(units)]
+    hits = expand(ranked, query="alpha the costs", documents=docs, order="overlap", limit=64)
+    _check({h.paths for h in hits} <= set(members), "expansion made a hit that is no member")
+    aggregate(hits, documents=docs, budget=300)
 
 
 def _warm_up() -> None:
