@@ -292,6 +292,20 @@ def check_pgvector(uri: str) -> None:
         conn.close()
 
 
+def _await_restart(uri: str, timeout_s: float = 20.0) -> None:
+    """Wait until a server whose backend crashed accepts connections again: stopped while it
+    restarts, the server ignores ``pg_ctl stop`` until that gives up a minute later."""
+    import psycopg2
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            psycopg2.connect(uri).close()
+            return
+        except psycopg2.OperationalError:
+            time.sleep(0.2)
+
+
 def _upstream_pgserver() -> Any:
     """The upstream ``pgserver`` package from :data:`UPSTREAM_PGSERVER`, imported as ``pgserver_upstream``."""
     if "pgserver_upstream" in sys.modules:
@@ -319,7 +333,11 @@ def _server(pgserver: Any) -> Iterator[str]:
         server = pgserver.get_server(folder / "data", cleanup_mode="delete")
     try:
         server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        check_pgvector(server.get_uri())
+        try:
+            check_pgvector(server.get_uri())
+        except PgvectorUnusable:
+            _await_restart(server.get_uri())
+            raise
         yield server.get_uri()
     finally:
         server.cleanup()
