@@ -3,8 +3,8 @@
 Every input goes through every public entry point (:func:`benchmarks.fuzz.exercise`):
 only :class:`SpireError` may escape, the invariants must hold (paths exist, a sentence's
 context renders it, determinism, policy laws, passages hold and show every sentence,
-metadata round trips, evidence from shown units only, no script in highlights), and no input (all are under 100 KB) may take over 2 s. Long runs:
-``python -m benchmarks.fuzz --n 20000``.
+metadata round trips, evidence from shown units only, no script in highlights), and no
+input (all are under 100 KB) may take over 2 s. Long runs: ``python -m benchmarks.fuzz --n 20000``.
 """
 
 from __future__ import annotations
