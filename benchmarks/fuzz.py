@@ -17,7 +17,10 @@ count), and peak memory (``--memory``: traced Python allocations per input,
 which slows the run). ``tests/core/test_fuzz.py`` runs a few hundred of the same inputs.
 
 ``--worst-case`` measures the documented cost bounds (time and peak memory, each case in a
-fresh process): a 20 MB page, 50,000-deep nesting, a 2,000 x 50 table, 100,000 list items.
+fresh process): a 20 MB page, 50,000-deep nesting, a 2,000 x 50 table, 100,000 list items,
+and shapes that once made each context hold a share of the page (long label runs, many
+sibling lists and tables, many table group rows), each parsed, contextualised and packed
+into passages (what indexing does).
 """
 
 from __future__ import annotations
@@ -355,6 +358,15 @@ def _worst_pages() -> dict[str, str]:
         "span bomb (400 rows of 1000 x 1000 spans)": "<table>"
         + "<tr><td rowspan=1000 colspan=1000>x</td></tr>" * 400
         + "</table>",
+        # each shape below once made every context hold a share of the page (quadratic work)
+        "20,000 terms, then 20,000 definitions": "<dl>" + "<dt>Term</dt>" * 20_000 + "<dd>Defined.</dd>" * 20_000,
+        "an item of 20,000 lead children and 20,000 lists": "<ul><li>"
+        + "<b>lead</b> " * 20_000
+        + "<ul><li>Nested item.</li></ul>" * 20_000,
+        "20,000 sibling lists and tables": "<ul><li>Item.</li></ul><table><tr><td>Cell.</td></tr></table>" * 20_000,
+        "10,000 group rows": "<table><tr><th>A</th><th>B</th></tr>"
+        + "".join(f"<tr><th colspan=2>G{k}</th></tr><tr><td>a{k}</td><td>b{k}</td></tr>" for k in range(10_000))
+        + "</table>",
     }
 
 
@@ -375,6 +387,9 @@ def _measure(name: str, queue: multiprocessing.Queue[tuple[str, dict[str, float]
         if sents:
             local_context(doc, picks[-1].paths, target=400, size=len)
         out["context_s"] = time.process_time() - start
+        start = time.process_time()
+        passages(doc)
+        out["passages_s"] = time.process_time() - start
         out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         queue.put((name, out))
     except SpireError as err:
@@ -384,23 +399,24 @@ def _measure(name: str, queue: multiprocessing.Queue[tuple[str, dict[str, float]
 def worst_case(only: str = "") -> None:
     """Print the worst-case table (Markdown), one fresh process per case (those naming ``only``)."""
     ctx = multiprocessing.get_context("fork")
-    print("| page | size | sentences | parse + segment (CPU) | 10 contexts + local context (CPU) | max RSS |")
-    print("|---|---|---|---|---|---|")
+    head = ("page", "size", "sentences", "parse + segment (CPU)", "10 contexts + local context (CPU)", "passages (CPU)")
+    print("| " + " | ".join((*head, "max RSS")) + " |")
+    print("|---|---|---|---|---|---|---|")
     for name in (n for n in _worst_pages() if only in n):
         queue: multiprocessing.Queue[tuple[str, dict[str, float] | str]] = ctx.Queue()
         proc = ctx.Process(target=_measure, args=(name, queue))
         proc.start()
         proc.join()
         if queue.empty():
-            print(f"| {name} | | | failed (exit {proc.exitcode}) | | |")
+            print(f"| {name} | | | failed (exit {proc.exitcode}) | | | |")
             continue
         _, got = queue.get()
         if isinstance(got, str):
-            print(f"| {name} | | | {html_lib.escape(got)} | | |")
+            print(f"| {name} | | | {html_lib.escape(got)} | | | |")
             continue
         print(
             f"| {name} | {got['size_mb']:.1f} MB | {int(got['sentences'])} | {got['parse_s']:.1f} s"
-            f" | {got['context_s']:.2f} s | {got['max_rss_mb']:.0f} MB |"
+            f" | {got['context_s']:.2f} s | {got['passages_s']:.1f} s | {got['max_rss_mb']:.0f} MB |"
         )
 
 

@@ -514,7 +514,7 @@ def _row_terms(doc: Document, table: int) -> list[set[str]]:
 
 def _row_text(doc: Document, g: Grid, r: int) -> str:
     """The text of row ``r`` of the grid, a spanning cell counted in every row it covers."""
-    cells = dict.fromkeys(g.at[(r, col)] for col in range(g.width()) if (r, col) in g.at)
+    cells = dict.fromkeys(g.at[(r, col)] for col in range(g.width) if (r, col) in g.at)
     return " ".join(doc.subtree_text(c) for c in cells)
 
 
@@ -534,7 +534,7 @@ def _table_terms(doc: Document, table: int) -> tuple[frozenset[str], frozenset[s
 
 def _label_terms(doc: Document, g: Grid) -> set[str]:
     """Words of the table's column labels (its header rows)."""
-    cells = dict.fromkeys(g.at[(r, col)] for r in g.header_order for col in range(g.width()) if (r, col) in g.at)
+    cells = dict.fromkeys(g.at[(r, col)] for r in g.header_order for col in range(g.width) if (r, col) in g.at)
     return _terms(" ".join(doc.subtree_text(c) for c in cells))
 
 
@@ -619,8 +619,8 @@ def _key_column(doc: Document, g: Grid) -> int:
 def _named_columns(doc: Document, g: Grid, terms: set[str]) -> list[int]:
     """Columns whose header labels share a word with the question."""
     named = []
-    for col in range(g.width()):
-        label = " ".join(doc.subtree_text(g.at[(r, col)]) for r in sorted(g.header_rows) if (r, col) in g.at)
+    for col in range(g.width):
+        label = " ".join(doc.subtree_text(g.at[(r, col)]) for r in g.header_order if (r, col) in g.at)
         if terms & _terms(label):
             named.append(col)
     return named
@@ -705,7 +705,7 @@ def _view_cells(
     extremes = _extreme_rows(doc, g, body, [c for c in named if c != key]) if shape in ("most", "least") else set()
     rows = _row_order(body, {g.cells[c][0] for c in admitted} | _matching_rows(doc, g, body, lexicon), shape, extremes)
     first = list(dict.fromkeys([key, *named, *sorted(g.cells[c][1] for c in admitted)]))
-    rest = [c for c in range(g.width()) if c not in first]
+    rest = [c for c in range(g.width) if c not in first]
     words = _CELL_WORDS(doc)
 
     def cells_of(rs: Iterable[int], cols: Iterable[int]) -> set[int]:

@@ -47,11 +47,12 @@ class Grid:
     header_order: list[int] = field(default_factory=list)
     #: row -> the ``th`` cells covering it, as sorted ``(first column, cell)``
     row_th: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    #: :attr:`group_rows` in order
+    group_order: list[int] = field(default_factory=list)
     #: True when the spans hit :data:`MAX_GRID_CELLS` and later cells were laid out 1 x 1
     capped: bool = False
-
-    def width(self) -> int:
-        return 1 + max((c for _, c in self.at), default=-1)
+    #: columns: one past the last column any cell covers
+    width: int = 0
 
 
 def grid(doc: Document, table: int) -> Grid:
@@ -101,10 +102,9 @@ def _docbook_title(doc: Document, table: int) -> int | None:
         parent = doc.parent[node]
         if parent < 0:
             return None
-        siblings = doc.children[parent]
-        k = siblings.index(node)
+        k = doc.pos[node]
         if k > 0:
-            prev = siblings[k - 1]
+            prev = doc.children[parent][k - 1]
             if doc.tag[prev] == "p" and "title" in doc.attrs[prev].get("class", "").split():
                 return prev
             return None
@@ -159,13 +159,15 @@ def _layout(doc: Document, table: int) -> Grid:
         g.header_rows.add(0)
     for row in g.row_th.values():
         row.sort()
-    last = g.width() - 1
+    g.width = 1 + max((c for _, c in g.at), default=-1)
+    last = g.width - 1
     for r in sorted(g.header_rows):
         first = g.at.get((r, 0))
         if r and last > 0 and first is not None and first == g.at.get((r, last)):
             g.group_rows.add(r)
     g.header_rows -= g.group_rows
     g.header_order = sorted(g.header_rows)
+    g.group_order = sorted(g.group_rows)
     labelled = g.header_rows | g.group_rows
     g.body_th = any(doc.tag[c] == "th" and g.cells[c][0] not in labelled for c in g.cells)
     return g

@@ -5,7 +5,8 @@ its *label*: its leading children before the child that leads to the node and be
 nested list (never sibling items). The path down to the node needs no rule: rendering
 links ancestors. Inside a ``dd``, the label is the ``dt`` term(s) just before it. A list whose preceding paragraph
 ends with a colon ("The standard names include:") also gets that paragraph's last
-sentence, its lead-in.
+sentence, its lead-in. A label is at most :data:`MAX_LABEL_CHILDREN` leading children (terms: the
+nearest ones), which keeps every context, and so the work over a page, linear in the page.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
 LIST_TAGS = frozenset({"ul", "ol", "dl", "menu"})
 ITEM_TAGS = frozenset({"li", "dd"})
 _SPECIAL = ITEM_TAGS | LIST_TAGS
+#: At most this many leading children of an item (or ``dt`` terms of a ``dd``) label what is
+#: nested in it: a label is a few words, and a page whose items lead with thousands of
+#: children would otherwise put them all in the context of every nested item.
+MAX_LABEL_CHILDREN = 32
 _LABELS: Memo[Table] = Memo(lambda doc: inherited(doc, _SPECIAL, _walk))
 
 
@@ -49,24 +54,45 @@ def _walk(doc: Document, node: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _terms(doc: Document, dd: int) -> list[int]:
-    """The ``dt`` elements just before ``dd``."""
-    siblings = doc.children[doc.parent[dd]]
-    k = siblings.index(dd) - 1
-    while k >= 0 and doc.tag[siblings[k]] == "dd":  # dd, dd after one dt share it
-        k -= 1
-    terms: list[int] = []
-    while k >= 0 and doc.tag[siblings[k]] == "dt":
-        terms.append(siblings[k])
-        k -= 1
-    return terms
+def _terms(doc: Document, dd: int) -> tuple[int, ...]:
+    """The ``dt`` elements just before ``dd`` (nearest first, at most :data:`MAX_LABEL_CHILDREN`)."""
+    terms = _DD_TERMS(doc)
+    if dd not in terms:
+        terms.update(_run_terms(doc, doc.parent[dd]))
+    return terms[dd]
+
+
+def _run_terms(doc: Document, parent: int) -> dict[int, tuple[int, ...]]:
+    """Each ``dd`` child of ``parent`` -> the ``dt`` run just before its run of ``dd`` (one pass)."""
+    out: dict[int, tuple[int, ...]] = {}
+    run: list[int] = []  # the latest run of dt
+    terms: tuple[int, ...] = ()
+    before: str | None = None
+    for c in doc.children[parent]:
+        tag = doc.tag[c]
+        if tag == "dt":
+            if before != "dt":
+                run = []
+            run.append(c)
+        elif tag == "dd":
+            if before == "dt":
+                terms = tuple(reversed(run[-MAX_LABEL_CHILDREN:]))
+            elif before != "dd":  # dd, dd after one dt share it
+                terms = ()
+            out[c] = terms
+        before = tag
+    return out
+
+
+#: Per page: dd -> its terms (:func:`_terms`), filled one parent at a time.
+_DD_TERMS: Memo[dict[int, tuple[int, ...]]] = Memo(lambda doc: {})
 
 
 def _label(doc: Document, item: int, toward: int) -> list[int]:
-    """Leading children of ``item`` before ``toward`` and before any nested list."""
+    """Leading children of ``item`` before ``toward`` and any nested list (at most :data:`MAX_LABEL_CHILDREN`)."""
     label: list[int] = []
     for c in doc.children[item]:
-        if c == toward or doc.tag[c] in LIST_TAGS:
+        if c == toward or doc.tag[c] in LIST_TAGS or len(label) == MAX_LABEL_CHILDREN:
             break
         label.append(c)
     return label
@@ -79,11 +105,10 @@ def _lead_in(doc: Document, lst: int) -> list[int]:
         node, parent = parent, doc.parent[parent]  # climb out of wrapper divs
     if parent < 0:
         return []
-    siblings = doc.children[parent]
-    k = siblings.index(node)
-    if k == 0 or doc.tag[siblings[k - 1]] != "p":
+    k = doc.pos[node]
+    if k == 0 or doc.tag[doc.children[parent][k - 1]] != "p":
         return []
-    para = siblings[k - 1]
+    para = doc.children[parent][k - 1]
     if not doc.subtree_text(para).rstrip().endswith(":"):
         return []
     return _last_sentence(doc, para)

@@ -43,8 +43,8 @@ def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
             if above is not None and above != cell and above not in seen:
                 seen.add(above)
                 out.append(above)
-    groups = [gr for gr in g.group_rows if gr < r]
-    group = g.at.get((max(groups), 0)) if groups else None
+    k = bisect_left(g.group_order, r)
+    group = g.at.get((g.group_order[k - 1], 0)) if k else None
     if group is not None and r not in g.header_rows:
         out.append(group)
     if r in g.header_rows:

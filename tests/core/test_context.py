@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import pytest
@@ -26,6 +27,7 @@ from spire_core import (
     render,
     sentences,
 )
+from spire_core.context.lists import MAX_LABEL_CHILDREN, _terms
 from spire_core.document import HEADING_LEVELS
 from spire_core.tables import CELL_TAGS
 from tests.core.strategies import html_pages, sentence_with
@@ -205,6 +207,67 @@ def test_lead_in_without_sentences_is_the_paragraph() -> None:
     paths = [p for p in doc.paths() if doc.get(p).text == "Breakfast"]
     added = global_context(doc, paths, LISTS) - set(paths)
     assert [doc.get(p).tag for p in sorted(added)] == ["p"]
+
+
+def _terms_by_walking_back(doc: Document, dd: int) -> tuple[int, ...]:
+    """The dt run just before ``dd``'s run of dd, found the direct way (nearest first, capped)."""
+    siblings = list(doc.children[doc.parent[dd]])
+    k = siblings.index(dd) - 1
+    while k >= 0 and doc.tag[siblings[k]] == "dd":
+        k -= 1
+    terms = []
+    while k >= 0 and doc.tag[siblings[k]] == "dt":
+        terms.append(siblings[k])
+        k -= 1
+    return tuple(terms[:MAX_LABEL_CHILDREN])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["dt", "dd", "div", "text"]), max_size=80))
+def test_dd_terms_in_one_pass_are_the_dt_run_before_each_dd_run(kinds: list[str]) -> None:
+    body = "".join("loose " if k == "text" else f"<{k}>{k}{n}</{k}>" for n, k in enumerate(kinds))
+    doc = parse_html(f"<dl>{body}</dl>", segment=False)
+    dds = [i for i, tag in enumerate(doc.tag) if tag == "dd"]
+    assert [_terms(doc, dd) for dd in dds] == [_terms_by_walking_back(doc, dd) for dd in dds]
+
+
+LONG = 4 * MAX_LABEL_CHILDREN
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # an item leading with many children, then many nested lists: each nested item's label
+        "<ul><li>" + "<b>lead</b> " * LONG + "<ul><li>Nested.</li></ul>" * LONG + "</li></ul>",
+        # items inside wrappers of one item: each one's label is every wrapper before it
+        "<ul><li>" + "<div><li>Wrapped.</li></div>" * LONG + "</li></ul>",
+        # many terms before many definitions
+        "<dl>" + "<dt>term</dt>" * LONG + "<dd>Defined.</dd>" * LONG + "</dl>",
+    ],
+)
+def test_list_labels_are_capped_so_contexts_stay_linear_in_the_page(body: str) -> None:
+    """Without the cap these pages put ~LONG nodes in the context of each of ~LONG items."""
+    doc = parse_html(f"<title>t</title>{body}")
+    table = LISTS.table(doc)
+    assert max(len(t) for t in table) <= 2 * MAX_LABEL_CHILDREN  # an item's label and a dl's terms
+    assert sum(len(t) for t in table) <= 2 * MAX_LABEL_CHILDREN * len(doc)
+    labelled = [t for t in table if t]
+    assert labelled and all(len(t) <= 2 * MAX_LABEL_CHILDREN for t in labelled)
+    widest = max(table, key=len)
+    assert len(widest) >= MAX_LABEL_CHILDREN  # the cap, not an empty label, bounds them
+
+
+def test_a_capped_label_keeps_the_leading_children_and_the_nearest_terms() -> None:
+    doc = parse_html(
+        "<ul><li>" + "".join(f"<b>L{k}</b>" for k in range(40)) + "<ul><li>Nested.</li></ul></li></ul>"
+        "<dl>" + "".join(f"<dt>T{k}</dt>" for k in range(40)) + "<dd>Defined.</dd></dl>"
+    )
+    shown = re.findall(r"L\d+", render(doc, global_context(doc, sentence_with(doc, "Nested.").paths, LISTS)))
+    # the first children, sentence sentinels among them
+    assert shown == [f"L{k}" for k in range(len(shown))]
+    assert MAX_LABEL_CHILDREN - 2 <= len(shown) < MAX_LABEL_CHILDREN
+    terms = re.findall(r"T\d+", render(doc, global_context(doc, sentence_with(doc, "Defined.").paths, LISTS)))
+    assert terms == [f"T{k}" for k in range(40 - MAX_LABEL_CHILDREN, 40)]  # the nearest ones
 
 
 # -- tables ----------------------------------------------------------------------------

@@ -161,6 +161,20 @@ def test_table_grid_caps_span_slots_and_lays_out_the_rest_one_by_one() -> None:
     assert "b" in shown and "k" in shown  # its column label, and the row-spanning key cell
 
 
+def test_a_grid_knows_its_width_and_group_rows_in_order_once_laid_out() -> None:
+    """Read per row and per cell (table views, group labels): recomputed there, a table of many
+    rows or many group rows took time quadratic in its rows."""
+    rows = "".join(f"<tr><th colspan=3>Group {k}</th></tr><tr><td>a</td><td>b</td></tr>" for k in range(5))
+    doc = parse_html(f"<table><tr><th>x</th><th>y</th><th>z</th></tr>{rows}<tr><td colspan=3>w</td></tr></table>")
+    [table] = [i for i, t in enumerate(doc.tag) if t == "table"]
+    g = grid(doc, table)
+    assert g.width == 1 + max(c for _, c in g.at) == 3
+    assert g.group_order == sorted(g.group_rows) == [1, 3, 5, 7, 9]
+    last_b = [s for s in sentences(doc) if s.text == "b"][-1]
+    assert "Group 4" in render(doc, global_context(doc, last_b.paths))
+    assert "Group 3" not in render(doc, global_context(doc, last_b.paths))
+
+
 def test_local_context_over_loose_table_text_reaches_its_target_quickly() -> None:
     page = "<table><tr><td>c</td></tr>" + "Loose sentence here. " * 500 + "</table>"
     doc = parse_html(page)
