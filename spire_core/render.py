@@ -344,12 +344,21 @@ def _int(value: str | None, default: int) -> int:
 
 
 def _rows(g: Grid, cells: list[int]) -> list[int]:
-    """Rows that start a kept cell, less rows whose kept cells only span down into other kept rows."""
+    """Rows that start a kept cell, less rows whose kept cells all show in kept rows below them.
+
+    A cell spanning down shows in a lower row where it holds its first column's slot. Rows are
+    decided from the bottom up, so a row is dropped only for rows that stay.
+    """
     starts: dict[int, list[int]] = {}
     for c in cells:
         starts.setdefault(g.cells[c][0], []).append(c)
-    rows = set(starts)
-    for r, here in list(starts.items()):
-        if all(any(rr in rows for rr in range(r + 1, r + g.cells[c][3])) for c in here):
-            rows.discard(r)
+    rows: set[int] = set()
+    for r in sorted(starts, reverse=True):
+        if not all(_shown_below(g, c, rows) for c in starts[r]):
+            rows.add(r)
     return sorted(rows)
+
+
+def _shown_below(g: Grid, cell: int, rows: set[int]) -> bool:
+    r, col, _, rowspan = g.cells[cell]
+    return any(g.at.get((below, col)) == cell for below in range(r + 1, r + rowspan) if below in rows)

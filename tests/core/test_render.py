@@ -224,6 +224,21 @@ def test_two_cells_of_different_rows(doc: Document) -> None:
     assert_well_formed(got)
 
 
+@pytest.mark.parametrize("fmt", ["markdown", "text"])
+def test_a_cell_spanning_into_a_row_that_is_itself_folded_away_still_shows(fmt: str) -> None:
+    """Row 1's cell spans into row 2, whose own cell spans on into row 4: row 2 folds into row 4,
+    so row 1 must stay (it once folded into row 2 too, and its cell showed nowhere)."""
+    doc = parse_html(
+        "<table><tr><th>H1</th><th>H2</th></tr>"
+        "<tr><td rowspan=2>Spans two rows.</td><td>b1</td></tr>"
+        "<tr><td rowspan=3>Spans three.</td></tr><tr><td>x</td></tr><tr><td>Last row.</td></tr></table>"
+    )
+    picked = frozenset().union(*(sentence_with(doc, t).paths for t in ("Spans two rows.", "Spans three.", "Last row.")))
+    got = render(doc, picked, fmt=fmt)  # type: ignore[arg-type]
+    assert all(t in got for t in ("Spans two rows.", "Spans three.", "Last row.")), got
+    assert got.count("Spans three.") == 1
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(html=html_pages(), data=st.data())
 def test_rendered_tables_are_well_formed(html: str, data: st.DataObject) -> None:
