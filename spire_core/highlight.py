@@ -44,6 +44,8 @@ _SAFE_SCHEMES = frozenset(["http", "https", "mailto", "tel", "ftp"])
 #: Schemes that run code: dropped from every attribute, whatever its name.
 _SCRIPT_SCHEMES = frozenset(["javascript", "vbscript", "data"])
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+#: A first path segment holding a colon: not a relative reference (RFC 3986, 4.2), so not a kept URL.
+_COLON_FIRST = re.compile(r"[^/?#]*:")
 _URL_NOISE = re.compile(r"[\x00-\x20\x7f]+")  # browsers ignore these inside a scheme ("java\tscript:")
 
 STYLE = """
@@ -170,13 +172,14 @@ def _safe(name: str, value: str) -> bool:
     name = name.lower()
     if not _ATTR_NAME.match(name) or name.startswith("on") or name in _UNSAFE_ATTRS:
         return False
-    scheme = _SCHEME.match(_URL_NOISE.sub("", value))
-    if scheme is None:
-        return True
+    url = _URL_NOISE.sub("", value)
+    scheme = _SCHEME.match(url)
     if name in _URL_ATTRS or name.endswith(":href"):
+        if scheme is None:  # relative, unless a colon comes before any "/", "?" or "#" ("j\ufffdvascript:")
+            return _COLON_FIRST.match(url) is None
         return scheme.group(1).lower() in _SAFE_SCHEMES
     # any other attribute may still be read as a URL by a script or a misspelt-attribute fixup
-    return scheme.group(1).lower() not in _SCRIPT_SCHEMES
+    return scheme is None or scheme.group(1).lower() not in _SCRIPT_SCHEMES
 
 
 def _start_tag(tag: str, attrs: Mapping[str, str]) -> str:

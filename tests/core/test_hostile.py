@@ -243,6 +243,9 @@ def test_overlong_path_digits_raise_path_format_error(text: str) -> None:
         ('<a href="/rel#frag">t</a>', 'href="/rel#frag"'),
         ('<a hrf="javascript:alert(1)" title="Note: kept">t</a>', 'title="Note: kept"'),  # any attribute
         ('<div data-href=" vbscript:x()">t</div>', "<div>"),
+        # a colon before any "/": not a relative URL, whatever the characters before it
+        ('<a href="j\ufffdvascript:alert(1)">t</a>', "<a>"),
+        ('<a href="page.html?at=12:30">t</a>', 'href="page.html?at=12:30"'),
     ],
 )
 def test_highlight_drops_event_handlers_styles_and_script_urls(attrs: str, kept: str) -> None:
