@@ -201,8 +201,9 @@ _QUOTE_MARKERS = re.compile(r"(?m)^(?:[ \t]*>)+ ?")
 
 
 def _norm(text: str) -> str:
-    """Whitespace collapsed, and Markdown's blockquote markers at line starts dropped (container syntax, not text)."""
-    return " ".join(_QUOTE_MARKERS.sub("", text).split())
+    """Whitespace collapsed, Markdown's blockquote markers at line starts dropped (container syntax, not
+    text) and a table cell's escaped ``\\|`` read as the ``|`` it stands for."""
+    return " ".join(_QUOTE_MARKERS.sub("", text).replace("\\|", "|").split())
 
 
 #: Sentences whose context, rendering and laws are checked per page (the first ones).
