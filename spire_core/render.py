@@ -301,8 +301,10 @@ class _Renderer:
         """Render the table at ``t`` from its ``kept`` nodes."""
         doc = self.doc
         g = grid(doc, t)
-        if g.caption is not None and g.caption in kept:
-            self.blocks.append(_Block("".join(self.prefix) + self.cell_text(g.caption), False))
+        inside = set(kept) if g.captions else ()
+        for caption in g.captions:
+            if caption in inside:
+                self.blocks.append(_Block("".join(self.prefix) + self.cell_text(caption), False))
         cells = [c for c in kept if c in g.cells]
         if not cells:
             return

@@ -37,6 +37,8 @@ class Grid:
     table: int
     caption: int | None = None
     rows: list[int] = field(default_factory=list)  # tr indices, in order
+    #: the table's own caption elements, in order: a browser shows each (the first is :attr:`caption`)
+    captions: list[int] = field(default_factory=list)
     cells: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)  # cell -> (row, col, colspan, rowspan)
     at: dict[tuple[int, int], int] = field(default_factory=dict)  # (row, col) -> cell
     header_rows: set[int] = field(default_factory=set)
@@ -76,10 +78,10 @@ def grid_table(doc: Document, cell: int) -> int | None:
     return None
 
 
-def _own_rows(doc: Document, table: int) -> tuple[list[int], set[int], int | None]:
+def _own_rows(doc: Document, table: int) -> tuple[list[int], set[int], list[int]]:
     rows: list[int] = []
     in_head: set[int] = set()
-    caption = None
+    captions: list[int] = []
     stack = [(c, False) for c in reversed(doc.children[table])]
     while stack:
         i, head = stack.pop()
@@ -88,11 +90,11 @@ def _own_rows(doc: Document, table: int) -> tuple[list[int], set[int], int | Non
             rows.append(i)
             if head:
                 in_head.add(i)
-        elif tag == "caption" and caption is None:
-            caption = i
+        elif tag == "caption":
+            captions.append(i)
         elif tag in ("thead", "tbody", "tfoot"):
             stack.extend((c, tag == "thead") for c in reversed(doc.children[i]))
-    return rows, in_head, caption
+    return rows, in_head, captions
 
 
 def _docbook_title(doc: Document, table: int) -> int | None:
@@ -121,10 +123,9 @@ def _span(value: str | None) -> int:
 
 
 def _layout(doc: Document, table: int) -> Grid:
-    rows, in_head, caption = _own_rows(doc, table)
-    if caption is None:
-        caption = _docbook_title(doc, table)
-    g = Grid(table=table, caption=caption, rows=rows)
+    rows, in_head, captions = _own_rows(doc, table)
+    caption = captions[0] if captions else _docbook_title(doc, table)
+    g = Grid(table=table, caption=caption, rows=rows, captions=captions)
     any_th = False
     spare = MAX_GRID_CELLS  # slots the spans may still fill
     for r, tr in enumerate(rows):

@@ -175,6 +175,16 @@ def test_a_grid_knows_its_width_and_group_rows_in_order_once_laid_out() -> None:
     assert "Group 3" not in render(doc, global_context(doc, last_b.paths))
 
 
+def test_every_caption_of_a_table_renders_not_only_the_first() -> None:
+    """A browser shows each caption element; rendering showed the first only, so a sentence in
+    another one rendered nowhere, not even in its own context."""
+    doc = parse_html("<table><caption>First one.</caption><tr><td>Cell.</td></tr><caption>Second one.</caption>")
+    for s in sentences(doc):
+        assert s.text in render(doc, global_context(doc, s.paths))
+    whole = render(doc, doc.paths())
+    assert whole.index("First one.") < whole.index("Second one.") < whole.index("Cell.")
+
+
 def test_local_context_over_loose_table_text_reaches_its_target_quickly() -> None:
     page = "<table><tr><td>c</td></tr>" + "Loose sentence here. " * 500 + "</table>"
     doc = parse_html(page)
