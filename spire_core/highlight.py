@@ -41,8 +41,9 @@ _URL_ATTRS = frozenset(
     ["href", "src", "action", "poster", "background", "cite", "data", "srcset", "ping", "lowsrc", "dynsrc", "longdesc"]
 )
 _SAFE_SCHEMES = frozenset(["http", "https", "mailto", "tel", "ftp"])
-#: Schemes that run code: dropped from every attribute, whatever its name.
-_SCRIPT_SCHEMES = frozenset(["javascript", "vbscript", "data"])
+#: A URL of a scheme that runs code, anywhere in a value (a list of URLs, a refresh target, an
+#: attribute a script reads): such an attribute is dropped, whatever its name.
+_SCRIPT_URL = re.compile(r"(?<![A-Za-z0-9+.-])(?:javascript|vbscript|data):", re.IGNORECASE)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 #: A first path segment holding a colon: not a relative reference (RFC 3986, 4.2), so not a kept URL.
 _COLON_FIRST = re.compile(r"[^/?#]*:")
@@ -173,13 +174,14 @@ def _safe(name: str, value: str) -> bool:
     if not _ATTR_NAME.match(name) or name.startswith("on") or name in _UNSAFE_ATTRS:
         return False
     url = _URL_NOISE.sub("", value)
-    scheme = _SCHEME.match(url)
+    if _SCRIPT_URL.search(url):
+        return False
     if name in _URL_ATTRS or name.endswith(":href"):
+        scheme = _SCHEME.match(url)
         if scheme is None:  # relative, unless a colon comes before any "/", "?" or "#" ("j\ufffdvascript:")
             return _COLON_FIRST.match(url) is None
         return scheme.group(1).lower() in _SAFE_SCHEMES
-    # any other attribute may still be read as a URL by a script or a misspelt-attribute fixup
-    return scheme is None or scheme.group(1).lower() not in _SCRIPT_SCHEMES
+    return True
 
 
 def _start_tag(tag: str, attrs: Mapping[str, str]) -> str:

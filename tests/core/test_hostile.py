@@ -256,6 +256,9 @@ def test_overlong_path_digits_raise_path_format_error(text: str) -> None:
         # a colon before any "/": not a relative URL, whatever the characters before it
         ('<a href="j\ufffdvascript:alert(1)">t</a>', "<a>"),
         ('<a href="page.html?at=12:30">t</a>', 'href="page.html?at=12:30"'),
+        # a script URL anywhere in a value: after a list's first URL, or an attribute-looking value
+        ('<img srcset="a.png 1x, javascript:alert(1) 2x" alt="A">', 'alt="A"'),
+        ('<span x = href="javascript:alert(1)" title="metadata: kept">t</span>', 'title="metadata: kept"'),
     ],
 )
 def test_highlight_drops_event_handlers_styles_and_script_urls(attrs: str, kept: str) -> None:
