@@ -5,22 +5,23 @@
 
 A seeded generator of hostile HTML (:func:`hostile_page`: tag soup, table spans, charsets,
 control bytes, deep nesting, page-supplied sentinels, loose table text, fake evidence
-markers) drives every public entry point (:func:`exercise`) and checks what must hold for
-any input: only :class:`~spire_core.SpireError` escapes; sentence paths exist; the rendering
-of a sentence's global context contains the sentence; parsing is deterministic; the
-policy laws (extensive, idempotent, monotone) hold; the passages (the default index's units)
-hold every sentence once, in order, show each member and keep their members through the
-stored metadata; a result survives its metadata; evidence cites only shown units.
-The run reports inputs, crashes (by exception type, with the smallest reproducer), slow
-inputs and the worst time (CPU seconds of the input, so other work on the machine does not
-count), and peak memory (``--memory``: traced Python allocations per input,
-which slows the run). ``tests/core/test_fuzz.py`` runs a few hundred of the same inputs.
+markers, long, deeply nested and wide labels) drives every public entry point
+(:func:`exercise`) and checks what must hold for any input: only
+:class:`~spire_core.SpireError` escapes; sentence paths exist; the rendering of a sentence's
+global context contains the sentence; parsing is deterministic; the policy laws (extensive,
+idempotent, monotone) hold; the passages (the default index's units) hold every sentence
+once, in order, show each member and keep their members through the stored metadata; a
+result survives its metadata; evidence cites only shown units. The run reports inputs,
+crashes (by exception type, with the smallest reproducer), slow inputs and the worst time
+(CPU seconds of the input, so other work on the machine does not count), and peak memory
+(``--memory``: traced Python allocations per input, which slows the run).
+``tests/core/test_fuzz.py`` runs a few hundred of the same inputs.
 
 ``--worst-case`` measures the documented cost bounds (time and peak memory, each case in a
 fresh process): a 20 MB page, 50,000-deep nesting, a 2,000 x 50 table, 100,000 list items,
 and shapes that once made each context hold a share of the page (long label runs, many
-sibling lists and tables, many table group rows), each parsed, contextualised and packed
-into passages (what indexing does).
+sibling lists and tables, deeply nested labelled lists, huge labels, wide header rows, many
+table group rows), each parsed, contextualised and packed into passages (what indexing does).
 """
 
 from __future__ import annotations
@@ -160,7 +161,29 @@ def _sentinels(rng: random.Random, budget: int) -> str:
     return "".join(parts)
 
 
-_FAMILIES: list[Callable[[random.Random, int], str]] = [_soup, _table, _nested, _lists, _sentinels]
+def _labels(rng: random.Random, budget: int) -> str:
+    """Labels that every unit under them repeats: a long one, deeply nested ones, wide header rows."""
+    shape = rng.randrange(3)
+    if shape == 0:
+        tag = rng.choice(["title", "h2", "th", "caption", "dt", "li"])
+        big = _words(rng, rng.randrange(1, max(2, budget // 10)))  # words of ~7 characters
+        units = "".join(f"<p>{_words(rng, 3)}</p>" for _ in range(rng.randrange(1, max(2, budget // 80))))
+        return {
+            "th": f"<table><tr><th>{big}</th></tr><tr><td>{units}</td></tr></table>",
+            "caption": f"<table><caption>{big}</caption><tr><td>{units}</td></tr></table>",
+            "dt": f"<dl><dt>{big}</dt><dd>{units}</dd></dl>",
+            "li": f"<ul><li><div>{big}</div><ul><li>{units}</li></ul></li></ul>",
+        }.get(tag, f"<{tag}>{big}</{tag}>{units}")
+    if shape == 1:
+        level = rng.choice(["<ul><li>{w}", "<ol><li>{w}", "<dl><dt>{w}<dd>", "<div><p>{w}:</p><ul><li>"])
+        return "".join(level.format(w=_words(rng, 2)) for _ in range(rng.randrange(5, 60)))[: max(budget, 400)]
+    cols = rng.randrange(1, 200)
+    rows = rng.randrange(1, max(2, min(20, budget // (16 * cols))))
+    head = "".join("<tr>" + f"<th>{_words(rng, 1)}</th>" * cols + "</tr>" for _ in range(rows))
+    return f"<table>{head}" + f"<tr><td colspan={cols}>{_words(rng, 4)}</td></tr>" * rng.randrange(1, 20) + "</table>"
+
+
+_FAMILIES: list[Callable[[random.Random, int], str]] = [_soup, _table, _nested, _lists, _sentinels, _labels]
 
 
 def hostile_page(rng: random.Random, max_chars: int = 8000) -> str | bytes:
@@ -365,6 +388,21 @@ def _worst_pages() -> dict[str, str]:
         + "<b>lead</b> " * 20_000
         + "<ul><li>Nested item.</li></ul>" * 20_000,
         "20,000 sibling lists and tables": "<ul><li>Item.</li></ul><table><tr><td>Cell.</td></tr></table>" * 20_000,
+        "20,000 nested lists, a label each": "<ul><li>Label" + "<ul><li>Label. " * 20_000,
+        "20,000 items under one 0.1 MB label": "<ul><li><div>"
+        + "<p>Lead paragraph of the item.</p>" * 3_000
+        + "</div><ul>"
+        + "<li>Nested item.</li>" * 20_000
+        + "</ul></li></ul>",
+        "a 0.1 MB header cell over 20,000 rows": "<table><tr><th>"
+        + "Header words. " * 7_000
+        + "</th></tr>"
+        + "<tr><td>Cell.</td></tr>" * 20_000
+        + "</table>",
+        "16 header rows of 1,000 columns, 2,000 rows of one wide cell": "<table>"
+        + ("<tr>" + "<th>h</th>" * 1_000 + "</tr>") * 16
+        + "<tr><td colspan=1000>Wide cell.</td></tr>" * 2_000
+        + "</table>",
         "10,000 group rows": "<table><tr><th>A</th><th>B</th></tr>"
         + "".join(f"<tr><th colspan=2>G{k}</th></tr><tr><td>a{k}</td><td>b{k}</td></tr>" for k in range(10_000))
         + "</table>",

@@ -6,7 +6,8 @@ nested list (never sibling items). The path down to the node needs no rule: rend
 links ancestors. Inside a ``dd``, the label is the ``dt`` term(s) just before it. A list whose preceding paragraph
 ends with a colon ("The standard names include:") also gets that paragraph's last
 sentence, its lead-in. A label is at most :data:`MAX_LABEL_CHILDREN` leading children (terms: the
-nearest ones), which keeps every context, and so the work over a page, linear in the page.
+nearest ones), and only lists at most :data:`MAX_LIST_DEPTH` deep give labels, terms and lead-ins,
+which keeps every context, and so the work over a page, linear in the page.
 """
 
 from __future__ import annotations
@@ -27,7 +28,44 @@ _SPECIAL = ITEM_TAGS | LIST_TAGS
 #: nested in it: a label is a few words, and a page whose items lead with thousands of
 #: children would otherwise put them all in the context of every nested item.
 MAX_LABEL_CHILDREN = 32
+#: Items, terms and lead-ins of lists nested in more than this many lists label nothing. A
+#: context's labels would otherwise grow with the nesting: a page nesting 2,000 lists, one
+#: label each, rendered 49 MB of passages from 30 KB of HTML. (The bench pages nest 5 deep.)
+MAX_LIST_DEPTH = 16
 _LABELS: Memo[Table] = Memo(lambda doc: inherited(doc, _SPECIAL, _walk))
+
+
+def _deep_nodes(doc: Document) -> dict[int, tuple[int, bool]]:
+    """Each node inside more than :data:`MAX_LIST_DEPTH` lists (itself counted) -> the outermost
+    such list above it, and whether an ``li`` lies on the way up to it (one pass: parents first)."""
+    depth: list[int] = []
+    deep: dict[int, tuple[int, bool]] = {}
+    if _list_depth(doc) <= MAX_LIST_DEPTH:
+        return deep
+    for i, (tag, parent) in enumerate(zip(doc.tag, doc.parent, strict=True)):
+        d = (depth[parent] if parent >= 0 else 0) + (tag in LIST_TAGS)
+        depth.append(d)
+        if d > MAX_LIST_DEPTH:
+            top, item = deep.get(parent, (i, False))
+            deep[i] = (top, item or tag == "li")
+    return deep
+
+
+def _list_depth(doc: Document) -> int:
+    """How deep the page nests lists (the lists alone are visited: a page has few)."""
+    ends: list[int] = []  # subtree ends of the lists open at i
+    most = 0
+    for i in [i for i, tag in enumerate(doc.tag) if tag in LIST_TAGS]:
+        while ends and ends[-1] <= i:
+            ends.pop()
+        ends.append(doc.end[i])
+        most = max(most, len(ends))
+    return most
+
+
+_DEEP: Memo[dict[int, tuple[int, bool]]] = Memo(_deep_nodes)
+#: (list crossing the cap, an item below it) -> what every node it holds so gets (:func:`_walk`)
+_DEEP_WALKS: Memo[dict[tuple[int, bool], tuple[int, ...]]] = Memo(lambda doc: {})
 
 
 class ListsRule(PageRule):
@@ -37,9 +75,21 @@ class ListsRule(PageRule):
 
 def _walk(doc: Document, node: int) -> tuple[int, ...]:
     """The labels, terms and lead-ins the list structure around ``node`` contributes."""
+    deep = _DEEP(doc).get(node)
+    if deep is None:
+        return _walk_from(doc, node, node, innermost=True)
+    # nothing nested past the cap labels: go on from the list that crosses it
+    walks = _DEEP_WALKS(doc)
+    if deep not in walks:
+        top, item = deep
+        walks[deep] = _walk_from(doc, doc.parent[top], top, innermost=not item)
+    return walks[deep]
+
+
+def _walk_from(doc: Document, node: int, child: int, *, innermost: bool) -> tuple[int, ...]:
+    """:func:`_walk` from ``node`` up, come from ``child`` (``node`` itself at the start), and
+    whether no item was passed yet (the innermost item gives no label)."""
     out: list[int] = []
-    child = node
-    innermost = True
     for anc in (node, *doc.ancestors(node)):  # the node itself may be an item or a list
         tag = doc.tag[anc]
         if tag == "dd":

@@ -13,6 +13,10 @@ rule's own care. Users extend SPIRE by subclassing :class:`Rule`.
 A policy asks each rule once per page for every node's contributions (``contributions``, a
 table by node index) and keeps their join for as long as the page lives: a closure is then
 one table lookup per node it reaches.
+
+A contributed node (or constant) larger than a label can be is contributed by its head
+(:func:`label_head`): a context repeats its labels for every unit they label, so one 100 KB
+header cell, title or list label would otherwise be rendered again for each of them.
 """
 
 from __future__ import annotations
@@ -30,6 +34,16 @@ Table = Sequence[tuple[int, ...]]
 
 #: Per page: policy -> node -> what all its rules contribute (one lookup per node in a closure).
 _CONTRIBUTED: Memo[dict[Policy, Table]] = Memo(lambda doc: {})
+#: Per page: policy -> what its rules add to every selection.
+_CONSTANTS: Memo[dict[Policy, tuple[int, ...]]] = Memo(lambda doc: {})
+
+#: A contributed node whose subtree holds more than this many characters of text, or more than
+#: :data:`MAX_LABEL_NODES` nodes, is contributed by its head (:func:`label_head`). The bench
+#: pages' largest label is a table's row-label cell of 1,955 characters in 1,073 nodes.
+MAX_LABEL_CHARS = 2048
+MAX_LABEL_NODES = 2048
+#: Per page: contributed node -> its head, or ``None`` when it is within the label bounds.
+_HEADS: Memo[dict[int, tuple[int, ...] | None]] = Memo(lambda doc: {})
 
 
 class Rule:
@@ -38,7 +52,7 @@ class Rule:
     name = "rule"
 
     def constant(self, doc: Document) -> Iterable[int]:
-        """Nodes added whatever the selection (default: none)."""
+        """Nodes added whatever the selection (default: none); asked once per page, as ``contribute``."""
         return ()
 
     def contribute(self, doc: Document, node: int) -> Iterable[int]:
@@ -103,11 +117,10 @@ class Policy:
         else:
             out = set(nodes)
             work = list(out)
-            for rule in self.rules:
-                for j in rule.constant(doc):
-                    if j not in out:
-                        out.add(j)
-                        work.append(j)
+            for j in self.constants(doc):
+                if j not in out:
+                    out.add(j)
+                    work.append(j)
         table = self.table(doc)
         while work:
             for j in table[work.pop()]:
@@ -116,17 +129,93 @@ class Policy:
                     work.append(j)
         return out
 
+    def constants(self, doc: Document) -> tuple[int, ...]:
+        """What the rules add whatever the selection: asked once per page and policy."""
+        by_policy = _CONSTANTS(doc)
+        got = by_policy.get(self)
+        if got is None:
+            got = by_policy[self] = _bounded(doc, tuple(j for rule in self.rules for j in rule.constant(doc)))
+        return got
+
     def table(self, doc: Document) -> Table:
         """What all the rules contribute, by node index: computed once per page and policy."""
         by_policy = _CONTRIBUTED(doc)
         table = by_policy.get(self)
         if table is None:
-            tables = [rule.contributions(doc) for rule in self.rules]
+            tables = [_bounded_table(doc, rule.contributions(doc)) for rule in self.rules]
             table = tables[0] if tables else [()] * len(doc)
             for more in tables[1:]:
                 table = [a + b if b else a for a, b in zip(table, more, strict=True)]
             by_policy[self] = table
         return table
+
+
+def label_head(doc: Document, node: int) -> tuple[int, ...] | None:
+    """``None`` when the subtree at ``node`` is within :data:`MAX_LABEL_CHARS` and
+    :data:`MAX_LABEL_NODES`; else its head: the whole subtrees at its start (outermost first)
+    that together stay within both, empty when its first text alone is longer. ``node`` itself
+    is left out (it would bring its whole subtree): rendering keeps it as their ancestor."""
+    tags, texts, end = doc.tag, doc.text, doc.end
+    stop = min(end[node], node + 1 + MAX_LABEL_NODES)
+    k, chars = node + 1, 0
+    while k < stop:
+        if tags[k] is None:
+            chars += len(texts[k])
+            if chars > MAX_LABEL_CHARS:
+                break
+        k += 1
+    if k == end[node]:
+        return None
+    head: list[int] = []
+    i = node + 1
+    while i < k:  # the outermost subtrees that end by k
+        if end[i] <= k:
+            head.append(i)
+            i = end[i]
+        else:
+            i += 1
+    return tuple(head)
+
+
+def _bounded(doc: Document, nodes: tuple[int, ...]) -> tuple[int, ...]:
+    """``nodes``, each node over the label bounds replaced by its :func:`label_head` (``nodes`` itself when none is)."""
+    heads = _HEADS(doc)
+    for j in nodes:
+        if j not in heads:
+            heads[j] = label_head(doc, j)
+    if all(heads[j] is None for j in nodes):
+        return nodes
+    out: list[int] = []
+    for j in nodes:
+        head = heads[j]
+        out.extend((j,) if head is None else head)
+    return tuple(out)
+
+
+def _bounded_table(doc: Document, table: Table) -> Table:
+    """``table`` with every entry :func:`_bounded` (``table`` itself when no node is over the bounds)."""
+    nodes: set[int] = set()
+    last: tuple[int, ...] | None = None
+    for entry in table:  # entries are shared by runs of nodes: each run is read once
+        if entry is not last:
+            nodes.update(entry)
+            last = entry
+    heads = _HEADS(doc)
+    over = False
+    for j in nodes:
+        if j not in heads:
+            heads[j] = label_head(doc, j)
+        over = over or heads[j] is not None
+    if not over:
+        return table
+    done: dict[int, tuple[int, ...]] = {}  # id of an entry -> the entry bounded
+    out: list[tuple[int, ...]] = []
+    for entry in table:
+        got = done.get(id(entry))
+        if got is None:
+            got = done[id(entry)] = _bounded(doc, entry)
+        out.append(got)
+    return out
 
 
 def inherited(doc: Document, special: frozenset[str], compute: Callable[[Document, int], tuple[int, ...]]) -> Table:

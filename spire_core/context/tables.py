@@ -4,7 +4,8 @@ The layout (grid, spans, header and group rows, caption) is :mod:`spire_core.tab
 Labels, the documented rule:
 
 * A cell's *column labels* are the header-row cells above it that cover its columns (the
-  nearest :data:`MAX_HEADER_ROWS` header rows: a cost bound for tables made of header rows).
+  nearest :data:`MAX_HEADER_ROWS` header rows, and at most :data:`MAX_COLUMN_LABELS` cells,
+  from the upper rows and the left first: cost bounds for tables of many or wide header rows).
 * A group row (a full-width header row below the top) labels the rows under it up to the
   next group row (only the nearest one counts).
 * A body cell's *row label* is the nearest ``<th>`` to its left in its row. When the row
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 
 #: At most this many header rows above a cell label it, the nearest ones (see the module docstring).
 MAX_HEADER_ROWS = 16
+#: At most this many column labels per cell, the upper rows' first: a cell spanning 1,000 columns
+#: under 16 header rows would otherwise be labelled by 16,000 cells. (The bench pages' most
+#: labelled cell has 19 labels in all.)
+MAX_COLUMN_LABELS = 32
 
 
 def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
@@ -37,12 +42,18 @@ def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
         return out
     stop = bisect_left(g.header_order, r)
     seen = set(out)
+    room = MAX_COLUMN_LABELS
     for hr in g.header_order[max(0, stop - MAX_HEADER_ROWS) : stop]:
         for c in range(col, col + span):
             above = g.at.get((hr, c))
             if above is not None and above != cell and above not in seen:
                 seen.add(above)
                 out.append(above)
+                room -= 1
+                if not room:
+                    break
+        if not room:
+            break
     k = bisect_left(g.group_order, r)
     group = g.at.get((g.group_order[k - 1], 0)) if k else None
     if group is not None and r not in g.header_rows:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import pairwise
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,10 +25,13 @@ from spire_core import (
     down,
     global_context,
     parse_html,
+    passages,
     render,
     sentences,
 )
-from spire_core.context.lists import MAX_LABEL_CHILDREN, _terms
+from spire_core.context.lists import MAX_LABEL_CHILDREN, MAX_LIST_DEPTH, _terms
+from spire_core.context.policy import MAX_LABEL_CHARS, MAX_LABEL_NODES, label_head
+from spire_core.context.tables import MAX_COLUMN_LABELS
 from spire_core.document import HEADING_LEVELS
 from spire_core.tables import CELL_TAGS
 from tests.core.strategies import html_pages, sentence_with
@@ -270,6 +274,89 @@ def test_a_capped_label_keeps_the_leading_children_and_the_nearest_terms() -> No
     assert terms == [f"T{k}" for k in range(40 - MAX_LABEL_CHILDREN, 40)]  # the nearest ones
 
 
+@pytest.mark.parametrize(
+    ("level", "deepest"),
+    [
+        ("<ul><li>L{k}", "<ul><li>Deepest. Done."),  # an item's label (not the innermost item's)
+        ("<ol><li>L{k}", "<ol><li>Deepest. Done."),
+        ("<dl><dt>L{k}<dd>", "Deepest. Done."),  # a dd's term
+        ("<div><p>L{k}:</p><ul><li>", "Deepest. Done."),  # a list's lead-in
+    ],
+)
+def test_lists_nested_past_the_depth_cap_label_nothing(level: str, deepest: str) -> None:
+    """Labels come from the outer :data:`MAX_LIST_DEPTH` lists: nesting 2,000 labelled lists once
+    rendered 49 MB of passages from 30 KB of HTML (each of 2,000 contexts held 128 labels)."""
+    for levels in (MAX_LIST_DEPTH, 3 * MAX_LIST_DEPTH):
+        doc = parse_html("".join(level.format(k=k) for k in range(levels)) + deepest)
+        ctx = global_context(doc, sentence_with(doc, "Deepest.").paths)
+        assert re.findall(r"L\d+", render(doc, ctx)) == [f"L{k}" for k in range(MAX_LIST_DEPTH)]
+
+
+def test_deeply_nested_labelled_lists_pack_into_passages_linear_in_the_page() -> None:
+    page = "<ul><li>label" + "<ul><li>label. " * 1000
+    units = passages(parse_html(page))
+    assert sum(len(u.text) for u in units) < 30 * len(page)  # 850x before the depth cap
+
+
+BIG = "Big label words. " * (MAX_LABEL_CHARS // 8)  # twice the bound, in one text node
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        f"<title>{BIG}</title>" + "<p>Unit text.</p>" * 200,
+        f"<h2>{BIG}</h2>" + "<p>Unit text.</p>" * 200,
+        f"<table><tr><th>{BIG}</th></tr>" + "<tr><td>Unit text.</td></tr>" * 200 + "</table>",
+        f"<table><caption>{BIG}</caption>" + "<tr><td>Unit text.</td></tr>" * 200 + "</table>",
+        f"<dl><dt>{BIG}</dt>" + "<dd>Unit text.</dd>" * 200 + "</dl>",
+    ],
+)
+def test_a_label_over_the_bounds_is_not_repeated_in_every_context(page: str) -> None:
+    """A label of one text node (a title, heading, header cell, caption or term: never split into
+    sentences) longer than :data:`MAX_LABEL_CHARS` labels nothing: each of 200 units once
+    rendered it again (200 x 4 KB of passages from a 7 KB page)."""
+    doc = parse_html(page)
+    units = [s for s in sentences(doc) if s.text == "Unit text."]
+    assert len(units) == 200
+    for s in units[:3]:
+        ctx = global_context(doc, s.paths)
+        assert s.paths <= ctx and global_context(doc, ctx) == ctx
+        assert "Big label" not in render(doc, ctx)
+    assert sum(len(p.text) for p in passages(doc)) < 2 * len(page)  # the label, once, as a unit of its own
+
+
+def test_a_label_over_the_bounds_is_shown_by_its_head() -> None:
+    paras = "".join(f"<p>Lead paragraph {k} of the item.</p>" for k in range(400))
+    doc = parse_html(f"<ul><li><div>{paras}</div><ul><li>Nested item.</li></ul></li></ul>")
+    shown = render(doc, global_context(doc, sentence_with(doc, "Nested item.").paths))
+    leads = re.findall(r"Lead paragraph (\d+)", shown)
+    assert leads == [str(k) for k in range(len(leads))]  # the first paragraphs, in order
+    assert 0 < len(leads) < 400 and len(shown) <= 2 * MAX_LABEL_CHARS  # (with Markdown's indents)
+    div = doc.tag.index("div")
+    head = label_head(doc, div)
+    assert head is not None and all(doc.end[a] <= b for a, b in pairwise(head))  # disjoint, in order
+    assert sum(len(doc.subtree_text(i)) for i in head) <= MAX_LABEL_CHARS
+    assert label_head(doc, doc.tag.index("li")) is not None  # the item holds the div: over the bounds too
+    small = parse_html("<ul><li><b>Short label</b><ul><li>x</li></ul></li></ul>")
+    assert all(label_head(small, i) is None for i in range(len(small)))
+
+
+def test_a_label_of_many_small_nodes_is_bounded_by_its_node_count() -> None:
+    lead = "<b>w</b>" * (2 * MAX_LABEL_NODES)
+    doc = parse_html(f"<dl><dt>{lead}</dt><dd>Defined here.</dd></dl>")
+    ctx = HTML.indices(doc, doc.indices(sentence_with(doc, "Defined here.").paths))
+    assert MAX_LABEL_NODES // 2 < len(ctx) <= MAX_LABEL_NODES + 16
+
+
+def test_a_cell_spanning_many_columns_has_at_most_the_column_label_cap() -> None:
+    """A cell spanning 1,000 columns under 16 header rows was labelled by 16,000 header cells."""
+    head = "".join("<tr>" + "".join(f"<th>R{r}C{c}</th>" for c in range(1000)) + "</tr>" for r in range(16))
+    doc = parse_html(f"<table>{head}<tr><td colspan=1000>Wide cell.</td></tr></table>")
+    ctx = global_context(doc, sentence_with(doc, "Wide cell.").paths, TABLES)
+    labels = re.findall(r"R\d+C\d+", render(doc, ctx))
+    assert labels == [f"R0C{c}" for c in range(MAX_COLUMN_LABELS)]  # the upper rows' first
+
+
 # -- tables ----------------------------------------------------------------------------
 TABLE_PAGE = """<html><body>
 <table><caption>Fruit sales</caption>
@@ -493,6 +580,48 @@ def test_rule_tables_answer_as_each_node_asked_alone(html: str) -> None:
         for i in range(len(doc)):
             assert tuple(table[i]) == expected(i), (rule.name, i)
             assert tuple(rule.contribute(doc, i)) == tuple(table[i])
+
+
+def _labels_walking_every_ancestor(doc: Document, node: int) -> tuple[int, ...]:
+    """The lists rule as defined, with no shortcut: every ancestor, its list depth counted afresh."""
+    from spire_core.context import lists
+
+    out: list[int] = []
+    child, innermost = node, True
+    for anc in (node, *doc.ancestors(node)):
+        tag = doc.tag[anc]
+        shallow = sum(doc.tag[a] in lists.LIST_TAGS for a in (anc, *doc.ancestors(anc))) <= MAX_LIST_DEPTH
+        if tag == "li":
+            if not innermost and shallow:
+                out.extend(lists._label(doc, anc, child))
+            innermost = False
+        elif shallow and tag == "dd":
+            out.extend(lists._terms(doc, anc))
+        elif shallow and tag in lists.LIST_TAGS and tag != "dl":
+            out.extend(lists._lead_in(doc, anc))
+        child = anc
+    return tuple(out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["<ul><li>L{k}", "<ol><li>L{k}<div>", "<dl><dt>L{k}<dd>", "<div><p>L{k}:</p><ul><li>", "<ul>", "<li>L{k}"]
+        ),
+        min_size=MAX_LIST_DEPTH,
+        max_size=3 * MAX_LIST_DEPTH,
+    )
+)
+def test_list_labels_past_the_depth_cap_are_those_of_a_walk_over_every_ancestor(levels: list[str]) -> None:
+    """Nodes nested past :data:`MAX_LIST_DEPTH` lists share one walk from the list crossing the cap."""
+    from spire_core.context import lists
+
+    doc = parse_html("".join(level.format(k=k) for k, level in enumerate(levels)) + "Deepest. Done.")
+    table = LISTS.table(doc)
+    for i in range(len(doc)):
+        j = _nearest(doc, i, lists._SPECIAL)
+        assert tuple(table[i]) == (_labels_walking_every_ancestor(doc, j) if j >= 0 else ()), i
 
 
 def test_a_policy_table_joins_its_rules_tables() -> None:
