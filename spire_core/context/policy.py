@@ -154,8 +154,11 @@ def label_head(doc: Document, node: int) -> tuple[int, ...] | None:
     """``None`` when the subtree at ``node`` is within :data:`MAX_LABEL_CHARS` and
     :data:`MAX_LABEL_NODES`; else its head: the whole subtrees at its start (outermost first)
     that together stay within both, empty when its first text alone is longer. ``node`` itself
-    is left out (it would bring its whole subtree): rendering keeps it as their ancestor."""
+    is left out (it would bring its whole subtree): rendering keeps it as their ancestor. A text
+    node over the bounds has an empty head."""
     tags, texts, end = doc.tag, doc.text, doc.end
+    if tags[node] is None:
+        return None if len(texts[node]) <= MAX_LABEL_CHARS else ()
     stop = min(end[node], node + 1 + MAX_LABEL_NODES)
     k, chars = node + 1, 0
     while k < stop:

@@ -309,6 +309,8 @@ BIG = "Big label words. " * (MAX_LABEL_CHARS // 8)  # twice the bound, in one te
         f"<table><tr><th>{BIG}</th></tr>" + "<tr><td>Unit text.</td></tr>" * 200 + "</table>",
         f"<table><caption>{BIG}</caption>" + "<tr><td>Unit text.</td></tr>" * 200 + "</table>",
         f"<dl><dt>{BIG}</dt>" + "<dd>Unit text.</dd>" * 200 + "</dl>",
+        # an item's label of one text node: a run with no sentence break
+        f"<ul><li>{BIG.replace('.', '')}<ul>" + "<li>Unit text.</li>" * 200 + "</ul></li></ul>",
     ],
 )
 def test_a_label_over_the_bounds_is_not_repeated_in_every_context(page: str) -> None:
