@@ -14,9 +14,9 @@ A policy asks each rule once per page for every node's contributions (``contribu
 table by node index) and keeps their join for as long as the page lives: a closure is then
 one table lookup per node it reaches.
 
-A contributed node (or constant) larger than a label can be is contributed by its head
-(:func:`label_head`): a context repeats its labels for every unit they label, so one 100 KB
-header cell, title or list label would otherwise be rendered again for each of them.
+What a node contributes (and the constants) is bounded in size (:func:`_bounded`): a context
+repeats its labels for every unit they label, so one 100 KB header cell, title or list label
+would otherwise be rendered again for each of them.
 """
 
 from __future__ import annotations
@@ -37,13 +37,14 @@ _CONTRIBUTED: Memo[dict[Policy, Table]] = Memo(lambda doc: {})
 #: Per page: policy -> what its rules add to every selection.
 _CONSTANTS: Memo[dict[Policy, tuple[int, ...]]] = Memo(lambda doc: {})
 
-#: A contributed node whose subtree holds more than this many characters of text, or more than
-#: :data:`MAX_LABEL_NODES` nodes, is contributed by its head (:func:`label_head`). The bench
-#: pages' largest label is a table's row-label cell of 1,955 characters in 1,073 nodes.
+#: What one node contributes holds at most this many characters of text and
+#: :data:`MAX_LABEL_NODES` nodes: the label crossing a bound is contributed by its head
+#: (:func:`label_head`), those after it not at all. The bench pages' largest contribution is a
+#: table's row-label cell of 1,955 characters in 1,073 nodes.
 MAX_LABEL_CHARS = 2048
 MAX_LABEL_NODES = 2048
-#: Per page: contributed node -> its head, or ``None`` when it is within the label bounds.
-_HEADS: Memo[dict[int, tuple[int, ...] | None]] = Memo(lambda doc: {})
+#: Per page: contributed node -> the characters of text under it (:func:`_chars`).
+_CHARS: Memo[dict[int, int]] = Memo(lambda doc: {})
 
 
 class Rule:
@@ -150,25 +151,22 @@ class Policy:
         return table
 
 
-def label_head(doc: Document, node: int) -> tuple[int, ...] | None:
-    """``None`` when the subtree at ``node`` is within :data:`MAX_LABEL_CHARS` and
-    :data:`MAX_LABEL_NODES`; else its head: the whole subtrees at its start (outermost first)
-    that together stay within both, empty when its first text alone is longer. ``node`` itself
-    is left out (it would bring its whole subtree): rendering keeps it as their ancestor. A text
-    node over the bounds has an empty head."""
+def label_head(doc: Document, node: int, chars: int = MAX_LABEL_CHARS, nodes: int = MAX_LABEL_NODES) -> tuple[int, ...]:
+    """The head of the subtree at ``node`` within ``chars`` characters of text and ``nodes``
+    nodes: the whole subtrees at its start (outermost first) that together stay within both,
+    empty when its first text alone is longer (or ``node`` is a longer text node). ``node``
+    itself is left out (it would bring its whole subtree): rendering keeps it as their ancestor."""
     tags, texts, end = doc.tag, doc.text, doc.end
     if tags[node] is None:
-        return None if len(texts[node]) <= MAX_LABEL_CHARS else ()
-    stop = min(end[node], node + 1 + MAX_LABEL_NODES)
-    k, chars = node + 1, 0
+        return ()
+    stop = min(end[node], node + 1 + nodes)
+    k, used = node + 1, 0
     while k < stop:
         if tags[k] is None:
-            chars += len(texts[k])
-            if chars > MAX_LABEL_CHARS:
+            used += len(texts[k])
+            if used > chars:
                 break
         k += 1
-    if k == end[node]:
-        return None
     head: list[int] = []
     i = node + 1
     while i < k:  # the outermost subtrees that end by k
@@ -180,45 +178,55 @@ def label_head(doc: Document, node: int) -> tuple[int, ...] | None:
     return tuple(head)
 
 
-def _bounded(doc: Document, nodes: tuple[int, ...]) -> tuple[int, ...]:
-    """``nodes``, each node over the label bounds replaced by its :func:`label_head` (``nodes`` itself when none is)."""
-    heads = _HEADS(doc)
-    for j in nodes:
-        if j not in heads:
-            heads[j] = label_head(doc, j)
-    if all(heads[j] is None for j in nodes):
-        return nodes
-    out: list[int] = []
-    for j in nodes:
-        head = heads[j]
-        out.extend((j,) if head is None else head)
-    return tuple(out)
+def _chars(doc: Document, node: int) -> int:
+    """The characters of text in the subtree at ``node``, counted up to one past :data:`MAX_LABEL_CHARS`."""
+    sizes = _CHARS(doc)
+    got = sizes.get(node)
+    if got is None:
+        tags, texts = doc.tag, doc.text
+        got = 0
+        for i in range(node, min(doc.end[node], node + 1 + MAX_LABEL_NODES)):
+            if tags[i] is None:
+                got += len(texts[i])
+                if got > MAX_LABEL_CHARS:
+                    break
+        sizes[node] = got
+    return got
+
+
+def _bounded(doc: Document, entry: tuple[int, ...]) -> tuple[int, ...]:
+    """``entry`` (contributed nodes, the most telling first) within :data:`MAX_LABEL_CHARS` and
+    :data:`MAX_LABEL_NODES` in all: the nodes that fit, then the :func:`label_head` of the next
+    within what is left (``entry`` itself when it all fits)."""
+    chars, nodes, end = MAX_LABEL_CHARS, MAX_LABEL_NODES, doc.end
+    for n, j in enumerate(entry):
+        size = _chars(doc, j)
+        if size > chars or end[j] - j > nodes:
+            return (*entry[:n], *label_head(doc, j, chars, nodes))
+        chars -= size
+        nodes -= end[j] - j
+    return entry
 
 
 def _bounded_table(doc: Document, table: Table) -> Table:
-    """``table`` with every entry :func:`_bounded` (``table`` itself when no node is over the bounds)."""
-    nodes: set[int] = set()
-    last: tuple[int, ...] | None = None
-    for entry in table:  # entries are shared by runs of nodes: each run is read once
-        if entry is not last:
-            nodes.update(entry)
-            last = entry
-    heads = _HEADS(doc)
-    over = False
-    for j in nodes:
-        if j not in heads:
-            heads[j] = label_head(doc, j)
-        over = over or heads[j] is not None
-    if not over:
-        return table
+    """``table`` with every entry :func:`_bounded` (``table`` itself when every entry fits)."""
     done: dict[int, tuple[int, ...]] = {}  # id of an entry -> the entry bounded
-    out: list[tuple[int, ...]] = []
-    for entry in table:
+    out: list[tuple[int, ...]] | None = None
+    last: tuple[int, ...] | None = None
+    for n, entry in enumerate(table):  # entries are shared by runs of nodes: each run is read once
+        if entry is last:
+            if out is not None:
+                out.append(out[-1])
+            continue
+        last = entry
         got = done.get(id(entry))
         if got is None:
             got = done[id(entry)] = _bounded(doc, entry)
-        out.append(got)
-    return out
+        if out is None and got is not entry:
+            out = list(table[:n])
+        if out is not None:
+            out.append(got)
+    return table if out is None else out
 
 
 def inherited(doc: Document, special: frozenset[str], compute: Callable[[Document, int], tuple[int, ...]]) -> Table:

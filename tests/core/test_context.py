@@ -334,13 +334,20 @@ def test_a_label_over_the_bounds_is_shown_by_its_head() -> None:
     leads = re.findall(r"Lead paragraph (\d+)", shown)
     assert leads == [str(k) for k in range(len(leads))]  # the first paragraphs, in order
     assert 0 < len(leads) < 400 and len(shown) <= 2 * MAX_LABEL_CHARS  # (with Markdown's indents)
-    div = doc.tag.index("div")
-    head = label_head(doc, div)
-    assert head is not None and all(doc.end[a] <= b for a, b in pairwise(head))  # disjoint, in order
-    assert sum(len(doc.subtree_text(i)) for i in head) <= MAX_LABEL_CHARS
-    assert label_head(doc, doc.tag.index("li")) is not None  # the item holds the div: over the bounds too
+    head = label_head(doc, doc.tag.index("div"))
+    assert head and all(doc.end[a] <= b for a, b in pairwise(head))  # disjoint, in order
+    assert MAX_LABEL_CHARS - 40 < sum(len(doc.subtree_text(i)) for i in head) <= MAX_LABEL_CHARS
     small = parse_html("<ul><li><b>Short label</b><ul><li>x</li></ul></li></ul>")
-    assert all(label_head(small, i) is None for i in range(len(small)))
+    assert LISTS.table(small) is LISTS.rules[0].contributions(small)  # within the bounds: untouched
+
+
+def test_what_one_node_contributes_is_bounded_in_all_the_nearest_labels_first() -> None:
+    terms = "".join(f"<dt>T{k} " + "term words " * 30 + "</dt>" for k in range(40))  # ~330 characters each
+    doc = parse_html(f"<dl>{terms}<dd>Defined here.</dd></dl>")
+    shown = render(doc, global_context(doc, sentence_with(doc, "Defined here.").paths))
+    kept = [int(k) for k in re.findall(r"T(\d+)", shown)]
+    assert kept and kept[-1] == 39 and kept == list(range(kept[0], 40))  # the nearest terms
+    assert len(kept) * 330 <= MAX_LABEL_CHARS + 330  # (the one crossing the bound by its head)
 
 
 def test_a_label_of_many_small_nodes_is_bounded_by_its_node_count() -> None:
