@@ -43,6 +43,10 @@ _CONSTANTS: Memo[dict[Policy, tuple[int, ...]]] = Memo(lambda doc: {})
 #: table's row-label cell of 1,955 characters in 1,073 nodes.
 MAX_LABEL_CHARS = 2048
 MAX_LABEL_NODES = 2048
+#: A closure reads an entry longer than this once, however many of its nodes it reaches: the
+#: nodes of one label share its entry, and a label of many nodes then cost a closure their
+#: number times the entry's length.
+_SHORT = 8
 #: Per page: contributed node -> the characters of text under it (:func:`_chars`).
 _CHARS: Memo[dict[int, int]] = Memo(lambda doc: {})
 
@@ -123,8 +127,14 @@ class Policy:
                     out.add(j)
                     work.append(j)
         table = self.table(doc)
+        read: set[int] = set()  # ids of the long entries read (the nodes under one label share its entry)
         while work:
-            for j in table[work.pop()]:
+            entry = table[work.pop()]
+            if len(entry) > _SHORT:
+                if id(entry) in read:
+                    continue
+                read.add(id(entry))
+            for j in entry:
                 if j not in out:
                     out.add(j)
                     work.append(j)
@@ -146,9 +156,22 @@ class Policy:
             tables = [_bounded_table(doc, rule.contributions(doc)) for rule in self.rules]
             table = tables[0] if tables else [()] * len(doc)
             for more in tables[1:]:
-                table = [a + b if b else a for a, b in zip(table, more, strict=True)]
+                table = _joined(table, more)
             by_policy[self] = table
         return table
+
+
+def _joined(table: Table, more: Table) -> Table:
+    """Each node's entries of ``table`` and ``more`` together; a run of nodes sharing both shares the join."""
+    out: list[tuple[int, ...]] = []
+    last_a: tuple[int, ...] | None = None
+    last_b: tuple[int, ...] | None = None
+    last: tuple[int, ...] = ()
+    for a, b in zip(table, more, strict=True):
+        if a is not last_a or b is not last_b:
+            last_a, last_b, last = a, b, (a + b if b else a)
+        out.append(last)
+    return out
 
 
 def label_head(doc: Document, node: int, chars: int = MAX_LABEL_CHARS, nodes: int = MAX_LABEL_NODES) -> tuple[int, ...]:
