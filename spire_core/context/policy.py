@@ -14,9 +14,9 @@ A policy asks each rule once per page for every node's contributions (``contribu
 table by node index) and keeps their join for as long as the page lives: a closure is then
 one table lookup per node it reaches.
 
-What a node contributes (and the constants) is bounded in size (:func:`_bounded`): a context
-repeats its labels for every unit they label, so one 100 KB header cell, title or list label
-would otherwise be rendered again for each of them.
+What a rule contributes for a node (and the constants) is bounded in size (:func:`_bounded`):
+a context repeats its labels for every unit they label, so one 100 KB header cell, title or
+list label would otherwise be rendered again for each of them.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _CONTRIBUTED: Memo[dict[Policy, Table]] = Memo(lambda doc: {})
 #: Per page: policy -> what its rules add to every selection.
 _CONSTANTS: Memo[dict[Policy, tuple[int, ...]]] = Memo(lambda doc: {})
 
-#: What one node contributes holds at most this many characters of text and
+#: What a rule contributes for one node holds at most this many characters of text and
 #: :data:`MAX_LABEL_NODES` nodes: the label crossing a bound is contributed by its head
 #: (:func:`label_head`), those after it not at all. The bench pages' largest contribution is a
 #: table's row-label cell of 1,955 characters in 1,073 nodes.
