@@ -233,7 +233,7 @@ def _bounded(doc: Document, entry: tuple[int, ...]) -> tuple[int, ...]:
 
 def _bounded_table(doc: Document, table: Table) -> Table:
     """``table`` with every entry :func:`_bounded` (``table`` itself when every entry fits)."""
-    done: dict[int, tuple[int, ...]] = {}  # id of an entry -> the entry bounded
+    over: dict[tuple[int, ...], tuple[int, ...] | None] = {}  # entry -> bounded, None if it fits
     out: list[tuple[int, ...]] | None = None
     last: tuple[int, ...] | None = None
     for n, entry in enumerate(table):  # entries are shared by runs of nodes: each run is read once
@@ -242,13 +242,15 @@ def _bounded_table(doc: Document, table: Table) -> Table:
                 out.append(out[-1])
             continue
         last = entry
-        got = done.get(id(entry))
-        if got is None:
-            got = done[id(entry)] = _bounded(doc, entry)
-        if out is None and got is not entry:
+        if entry in over:
+            got = over[entry]
+        else:  # (equal entries recur: a dd's terms, a heading's chain)
+            bounded = _bounded(doc, entry)
+            got = over[entry] = None if bounded is entry else bounded
+        if got is not None and out is None:
             out = list(table[:n])
         if out is not None:
-            out.append(got)
+            out.append(entry if got is None else got)
     return table if out is None else out
 
 
