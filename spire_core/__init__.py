@@ -12,6 +12,7 @@ from .errors import (
     MissingSourceError,
     NotHTMLError,
     PathFormatError,
+    SegmentationError,
     SpireError,
     UnknownPathError,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "Rule",
     "Search",
     "Seed",
+    "SegmentationError",
     "Selection",
     "Sentence",
     "SpireError",

@@ -52,6 +52,11 @@ class PathFormatError(SpireError, ValueError):
     """A compact path-set string could not be decoded."""
 
 
+class SegmentationError(SpireError, RuntimeError):
+    """NLTK Punkt gave up on the page's text: NLTK stops a regular expression after 5 s of wall
+    clock, which a stalled machine can exceed (texts reach Punkt in pieces that take well under)."""
+
+
 class BudgetError(SpireError, ValueError):
     """A budget or target size is not a positive number."""
 

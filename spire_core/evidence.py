@@ -102,7 +102,7 @@ def build_views(
                 labels[f"{LABEL_PREFIX}{n}"] = unit
                 n += 1
         nonce = secrets.token_hex(8)  # marker names page text cannot guess
-        marked = {f"{nonce}{name[len(LABEL_PREFIX):]}": nodes for name, nodes in labels.items()}
+        marked = {f"{nonce}{name[len(LABEL_PREFIX) :]}": nodes for name, nodes in labels.items()}
         text = _shown(render_indices(doc, policy.indices(doc, expanded), labels=marked), nonce)
         views.append(View(result.doc_id, text, {name: doc.to_paths(nodes) for name, nodes in labels.items()}))
     return views

@@ -36,7 +36,7 @@ import lxml.html
 
 from .decoding import DEFAULT_MAX_BYTES, decode
 from .document import INLINE_TAGS, SENTINELS, Document, Element, gc_paused
-from .errors import EmptyDocumentError
+from .errors import EmptyDocumentError, SegmentationError
 from .markdown import is_markdown, markdown_to_html
 from .sentences import segment as segment_tree
 
@@ -144,7 +144,10 @@ def parse_html(
     with gc_paused():  # millions of live objects: cyclic GC passes only cost time here
         root = _build(_lxml_root(decoded.text, warnings), boilerplate)
         if segment:
-            segment_tree(root)
+            try:
+                segment_tree(root)
+            except TimeoutError as err:  # (nltk.redos: a regular expression ran past its limit)
+                raise SegmentationError(f"sentence segmentation stopped: {err}", doc_id=doc_id) from None
         doc = Document(root, doc_id=doc_id, encoding=decoded.encoding, replaced=decoded.replaced, warnings=warnings)
         del root  # freed now, by reference counting: else the collector's first pass walks the whole build tree
     if require_content and not doc.has_content():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import _imp
 import importlib
 import importlib.util
+import re
 import sys
 import types
 from functools import lru_cache
@@ -149,8 +150,48 @@ def _lines(file: FsPath) -> list[str]:
     return [line for line in file.read_text(encoding="utf-8").splitlines() if line]
 
 
+#: A text longer than this is segmented in pieces, each cut after a sentence end (``.``, ``?``
+#: or ``!`` before a space) near this length, else at a space: NLTK runs Punkt's regular
+#: expressions under a 5 s wall-clock limit (``nltk.redos``), which one 1.2 MB paragraph of short
+#: sentences exceeded, and a busy machine would exceed sooner.
+MAX_PUNKT_CHARS = 20_000
+_PIECE_END = re.compile(r"[.?!][\"')\]]*\s")
+_SPACE = re.compile(r"\s")
+
+
 def sentence_spans(text: str, language: str = "english") -> list[tuple[int, int]]:
-    """Character spans of the sentences of ``text``; together they cover every non-space character."""
+    """Character spans of the sentences of ``text``; together they cover every non-space character.
+
+    A text over :data:`MAX_PUNKT_CHARS` is segmented piece by piece (a piece cut inside a word,
+    where a window holds no space, joins its first sentence to the last one before it).
+    """
+    out: list[tuple[int, int]] = []
+    start = 0
+    while start < len(text):
+        stop = _piece_end(text, start)
+        for b, e in _spans(text[start:stop], language):
+            if out and out[-1][1] == start + b:  # cut inside a word: one sentence
+                out[-1] = (out[-1][0], start + e)
+            else:
+                out.append((start + b, start + e))
+        start = stop
+    return out
+
+
+def _piece_end(text: str, start: int) -> int:
+    """Where the piece of ``text`` from ``start`` ends (see :data:`MAX_PUNKT_CHARS`)."""
+    if len(text) - start <= MAX_PUNKT_CHARS:
+        return len(text)
+    lo, hi = start + MAX_PUNKT_CHARS // 2, start + MAX_PUNKT_CHARS
+    for pattern in (_PIECE_END, _SPACE):
+        cuts = [m.end() for m in pattern.finditer(text, lo, hi)]
+        if cuts:
+            return cuts[-1]
+    return hi
+
+
+def _spans(text: str, language: str) -> list[tuple[int, int]]:
+    """:func:`sentence_spans` of a text of at most :data:`MAX_PUNKT_CHARS`."""
     punkt = tokenizer(language)  # (raises ValueError for a language that does not ship)
     if ("." not in text and "?" not in text and "!" not in text) or _candidates(language).search(text) is None:
         # Punkt breaks only at a match of its candidate pattern (a sentence-end character

@@ -99,6 +99,40 @@ def test_ordinary_sentences_split() -> None:
     ]
 
 
+def test_a_long_text_reaches_punkt_in_pieces_cut_after_sentence_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NLTK stops Punkt's regular expressions after 5 s of wall clock: one 1.2 MB paragraph of
+    200,000 short sentences raised its TimeoutError out of ``parse_html``."""
+    from spire_core import punkt
+
+    seen: list[int] = []
+    spans = punkt._spans
+    monkeypatch.setattr(punkt, "_spans", lambda text, language: seen.append(len(text)) or spans(text, language))
+    text = "Short sentence here. " * (3 * punkt.MAX_PUNKT_CHARS // 21)
+    got = punkt.sentence_spans(text)
+    assert len(seen) > 3 and max(seen) <= punkt.MAX_PUNKT_CHARS
+    assert [text[b:e] for b, e in got] == ["Short sentence here."] * text.count(".")
+
+
+def test_a_piece_cut_inside_a_word_joins_its_halves() -> None:
+    from spire_core.punkt import MAX_PUNKT_CHARS, sentence_spans
+
+    word = "x" * (2 * MAX_PUNKT_CHARS)
+    text = f"First one. {word}. Last one."
+    assert [text[b:e] for b, e in sentence_spans(text)] == ["First one.", f"{word}.", "Last one."]
+
+
+def test_punkt_giving_up_is_a_typed_error_naming_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spire_core import SegmentationError, punkt
+
+    def stalled(text: str, language: str) -> list[tuple[int, int]]:
+        raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
+
+    monkeypatch.setattr(punkt, "_spans", stalled)
+    with pytest.raises(SegmentationError, match=r"'slow\.html'") as err:
+        parse_html("<p>One. Two.</p>", doc_id="slow.html")
+    assert err.value.doc_id == "slow.html"
+
+
 def test_punkt_works_offline_with_empty_nltk_data(tmp_path: FsPath) -> None:
     """No nltk.download: the parameters ship with the package; NLTK_DATA points at nothing.
 
