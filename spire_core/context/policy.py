@@ -202,7 +202,8 @@ def label_head(doc: Document, node: int, chars: int = MAX_LABEL_CHARS, nodes: in
 
 
 def _chars(doc: Document, node: int) -> int:
-    """The characters of text in the subtree at ``node``, counted up to one past :data:`MAX_LABEL_CHARS`."""
+    """The characters of text in the subtree at ``node``: the count stops once past
+    :data:`MAX_LABEL_CHARS` or after :data:`MAX_LABEL_NODES` nodes (either is over the bounds)."""
     sizes = _CHARS(doc)
     got = sizes.get(node)
     if got is None:
