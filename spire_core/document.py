@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from threading import Lock
 from typing import Any, Generic, TypeVar
 
 from .errors import UnknownPathError
@@ -342,35 +343,42 @@ class Memo(Generic[T]):
         memos = doc.memos
         try:
             value: T = memos[self]
-        except KeyError:
-            value = memos[self] = self.compute(doc)
+        except KeyError:  # (threads computing it at once all keep the first value stored)
+            value = memos.setdefault(self, self.compute(doc))
         return value
 
 
 class LRU(Generic[K, V]):
-    """A bounded mapping that forgets its least recently used entry beyond ``maxsize``."""
+    """A bounded mapping that forgets its least recently used entry beyond ``maxsize``.
+
+    Safe to share between threads (async adapters aggregate on a thread pool, over the same
+    pages): each read or write holds the mapping's lock.
+    """
 
     def __init__(self, maxsize: int) -> None:
         if maxsize <= 0:
             raise ValueError("maxsize must be positive")
         self.maxsize = maxsize
         self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = Lock()
 
     def __len__(self) -> int:
         return len(self._data)
 
     def get(self, key: K) -> V | None:
         """The value at ``key`` (now the most recently used), or ``None``."""
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
         return value
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self.maxsize:
-            self._data.popitem(last=False)
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
 
 
 @contextmanager

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import random
+import sys
+import threading
 
 import pytest
 from hypothesis import given
@@ -209,6 +212,57 @@ def test_lru_keeps_the_most_recently_used(keys: list[int], maxsize: int) -> None
     kept = recent[-maxsize:]
     assert len(lru) == len(kept)
     assert all(lru.get(k) == k * 10 for k in kept)
+
+
+def test_lru_shared_between_threads_never_loses_its_bounds() -> None:
+    """Async adapters aggregate on a thread pool over the same pages' LRUs: a read racing an
+    eviction raised KeyError before each operation held the LRU's lock."""
+    lru: LRU[int, int] = LRU(4)
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(20_000):
+                k = rng.randrange(8)
+                if lru.get(k) is None:
+                    lru[k] = k + 1
+                assert len(lru) <= 4
+        except BaseException as err:  # (collected: an exception in a thread does not fail the test)
+            errors.append(err)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(lru) == 4 and all(lru.get(k) in (None, k + 1) for k in range(8))
+
+
+def test_memo_computed_by_threads_at_once_keeps_one_value() -> None:
+    """Two threads that both miss a memo get the same value (the first stored), so a memoised
+    cache (an LRU, a dict) is shared, not replaced by the second thread's."""
+    both = threading.Barrier(2)
+
+    def fresh(doc: Document) -> list[int]:
+        both.wait(timeout=10)  # each thread computes before either stores
+        return []
+
+    memo: Memo[list[int]] = Memo(fresh)
+    doc = parse_html("<p>a</p>")
+    got: list[list[int]] = []
+    threads = [threading.Thread(target=lambda: got.append(memo(doc))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and got[0] is got[1] is memo(doc)
 
 
 def test_lru_size_must_be_positive() -> None:
