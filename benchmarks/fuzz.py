@@ -163,7 +163,23 @@ def _sentinels(rng: random.Random, budget: int) -> str:
 
 def _labels(rng: random.Random, budget: int) -> str:
     """Labels that every unit under them repeats: a long one, deeply nested ones, wide header rows."""
-    shape = rng.randrange(3)
+    shape = rng.randrange(4)
+    if shape == 3:  # sections whose headings sit in labelled cells, items or terms (labels chained them)
+        section = rng.choice(
+            [
+                "<table><tr><th>{w}</th></tr><tr><td><h2>{w}</h2></td></tr></table><p>{w}.</p>",
+                "<table><tr><th>{w}</th><td><h3>{w}</h3></td></tr></table><p>{w}.</p>",
+                "<ul><li>{w}<ul><li><h2>{w}</h2></li></ul></li></ul><p>{w}.</p>",
+                "<dl><dt>{w}</dt><dd><h4>{w}</h4></dd></dl><p>{w}.</p>",
+                "<tr><th>{w}.</th></tr>",  # stacked header rows (no table: the parser makes one)
+                "<th>{w}.</th>",  # a row of header cells
+            ]
+        )
+        parts = []
+        while budget > 0:
+            parts.append(section.format(w=_words(rng, 2)))
+            budget -= len(parts[-1])
+        return "".join(parts)
     if shape == 0:
         tag = rng.choice(["title", "h2", "th", "caption", "dt", "li"])
         big = _words(rng, rng.randrange(1, max(2, budget // 10)))  # words of ~7 characters
@@ -406,6 +422,18 @@ def _worst_pages() -> dict[str, str]:
         "10,000 group rows": "<table><tr><th>A</th><th>B</th></tr>"
         + "".join(f"<tr><th colspan=2>G{k}</th></tr><tr><td>a{k}</td><td>b{k}</td></tr>" for k in range(10_000))
         + "</table>",
+        # labels chained through every earlier section (each context held them all), or along a row
+        # or a stack of header rows
+        "2,000 sections, each heading in a labelled cell": "".join(
+            f"<table><tr><th>Label {k}</th></tr><tr><td><h2>Section {k}</h2></td></tr></table><p>Text {k}.</p>"
+            for k in range(2_000)
+        ),
+        "a row of 20,000 header cells": "<table><tr><td>Start.</td>"
+        + "".join(f"<th>Head {k}.</th>" for k in range(20_000))
+        + "</tr></table>",
+        "20,000 stacked header rows": "<table>"
+        + "".join(f"<tr><th>H{k}.</th></tr>" for k in range(20_000))
+        + "<tr><td>Data.</td></tr></table>",
     }
 
 

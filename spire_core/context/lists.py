@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..document import Memo
 from ..sentences import sentence_index
+from .headers import unlabelled_headings
 from .policy import PageRule, Table, inherited
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ MAX_LABEL_CHILDREN = 32
 #: context's labels would otherwise grow with the nesting: a page nesting 2,000 lists, one
 #: label each, rendered 49 MB of passages from 30 KB of HTML. (The bench pages nest 5 deep.)
 MAX_LIST_DEPTH = 16
-_LABELS: Memo[Table] = Memo(lambda doc: inherited(doc, _SPECIAL, _walk))
+_LABELS: Memo[Table] = Memo(lambda doc: unlabelled_headings(doc, inherited(doc, _SPECIAL, _walk)))
 
 
 def _deep_nodes(doc: Document) -> dict[int, tuple[int, bool]]:

@@ -8,10 +8,16 @@ Labels, the documented rule:
   from the upper rows and the left first: cost bounds for tables of many or wide header rows).
 * A group row (a full-width header row below the top) labels the rows under it up to the
   next group row (only the nearest one counts).
-* A body cell's *row label* is the nearest ``<th>`` to its left in its row. When the row
-  has none and the table has no ``<th>`` outside header rows, the row's first cell is the
-  row label (the key column of most data tables).
-* Header cells get only the header cells above them; the caption labels every cell.
+* A body cell's *row label* is the nearest ``<th>`` to its left in its row (for a ``<th>``,
+  the row's first one). When the row has none and the table has no ``<th>`` outside header
+  rows, the row's first cell is the row label (the key column of most data tables).
+* Header cells get only the header cells above them in the table's first
+  :data:`MAX_HEADER_ROWS` header rows; the caption labels every cell.
+
+A label's own labels are its context too (a policy is a closure), so the rule keeps every
+chain of labels short: each ``<th>`` of a row labelled by the one to its left, or each of
+2,000 stacked header rows by the rows above it, made every cell's context hold the whole
+row or stack (a 60 KB page: 1,000x the page in passages, 10-40 s).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..document import Memo
 from ..tables import CELL_TAGS, Grid, grid, grid_table
+from .headers import unlabelled_headings
 from .policy import PageRule, Table, inherited
 
 if TYPE_CHECKING:
@@ -41,14 +48,21 @@ def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
     if r in g.group_rows:
         return out
     stop = bisect_left(g.header_order, r)
+    header = r in g.header_rows
     seen = set(out)
     room = MAX_COLUMN_LABELS
-    for hr in g.header_order[max(0, stop - MAX_HEADER_ROWS) : stop]:
+    # a header cell: the table's first header rows, each labelled by the rows above it (not a chain to the top)
+    above = (
+        g.header_order[: min(stop, MAX_HEADER_ROWS)]
+        if header
+        else g.header_order[max(0, stop - MAX_HEADER_ROWS) : stop]
+    )
+    for hr in above:
         for c in range(col, col + span):
-            above = g.at.get((hr, c))
-            if above is not None and above != cell and above not in seen:
-                seen.add(above)
-                out.append(above)
+            label = g.at.get((hr, c))
+            if label is not None and label != cell and label not in seen:
+                seen.add(label)
+                out.append(label)
                 room -= 1
                 if not room:
                     break
@@ -56,14 +70,14 @@ def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
             break
     k = bisect_left(g.group_order, r)
     group = g.at.get((g.group_order[k - 1], 0)) if k else None
-    if group is not None and r not in g.header_rows:
+    if group is not None and not header:
         out.append(group)
-    if r in g.header_rows:
+    if header:
         return out
     ths = g.row_th.get(r, [])
     k = bisect_left(ths, (col, -1))
     if k:
-        out.append(ths[k - 1][1])
+        out.append(ths[0 if doc.tag[cell] == "th" else k - 1][1])
         return out
     if not g.body_th:
         first = g.at.get((r, 0))
@@ -72,7 +86,7 @@ def _labels(doc: Document, g: Grid, cell: int) -> list[int]:
     return out
 
 
-_CELL_LABELS: Memo[Table] = Memo(lambda doc: inherited(doc, CELL_TAGS, _cell_labels))
+_CELL_LABELS: Memo[Table] = Memo(lambda doc: unlabelled_headings(doc, inherited(doc, CELL_TAGS, _cell_labels)))
 
 
 class TablesRule(PageRule):

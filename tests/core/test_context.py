@@ -31,7 +31,7 @@ from spire_core import (
 )
 from spire_core.context.lists import MAX_LABEL_CHILDREN, MAX_LIST_DEPTH, _terms
 from spire_core.context.policy import MAX_LABEL_CHARS, MAX_LABEL_NODES, label_head
-from spire_core.context.tables import MAX_COLUMN_LABELS
+from spire_core.context.tables import MAX_COLUMN_LABELS, MAX_HEADER_ROWS
 from spire_core.document import HEADING_LEVELS
 from spire_core.tables import CELL_TAGS
 from tests.core.strategies import html_pages, sentence_with
@@ -298,6 +298,36 @@ def test_deeply_nested_labelled_lists_pack_into_passages_linear_in_the_page() ->
     assert sum(len(u.text) for u in units) < 30 * len(page)  # 850x before the depth cap
 
 
+#: A section whose heading sits in a labelled cell, item or term, then the section's text.
+SECTIONS = {
+    "column label": "<table><tr><th>Label {k}</th></tr><tr><td><h2>Section {k}</h2></td></tr></table>{body}",
+    "row label": "<table><tr><th>Label {k}</th><td><h2>Section {k}</h2></td></tr></table>{body}",
+    "item label": "<ul><li>Label {k}<ul><li><h2>Section {k}</h2></li></ul></li></ul>{body}",
+    "term": "<dl><dt>Label {k}</dt><dd><h2>Section {k}</h2></dd></dl>{body}",
+    "lead-in": "<p>Label {k}:</p><ul><li><h2>Section {k}</h2></li></ul>{body}",
+}
+
+
+@pytest.mark.parametrize("section", [*SECTIONS.values(), None], ids=[*SECTIONS, "text in the cell"])
+def test_a_heading_in_a_labelled_structure_brings_no_earlier_section(section: str | None) -> None:
+    """Labels label the content under a heading, not the heading. A heading's labels once
+    brought the headings active at them, the previous section's, whose labels brought the one
+    before: a unit's context held every earlier section, and 1,000 such sections (0.1 MB)
+    rendered passages 440-660x the page in 30-60 s."""
+    shape = section or "<table><tr><th>Label {k}</th></tr><tr><td><h2>Section {k}</h2>{body}</td></tr></table>"
+    page = "".join(shape.format(k=k, body=f"<p>Body sentence {k} is here.</p>") for k in range(200))
+    doc = parse_html(page)
+    shown = ctx_text(doc, "Body sentence 150 is here.")
+    if section is None:  # the cell's label labels the text, and brings the headings active at it
+        assert re.findall(r"(Label|Section) (\d+)", shown) == [("Section", "149"), ("Label", "150"), ("Section", "150")]
+    else:
+        assert re.findall(r"(Label|Section) (\d+)", shown) == [("Section", "150")]
+    # the heading's own text keeps its labels, and so the section before (one step back)
+    heading = ctx_text(doc, "Section 150")
+    assert "Label 150" in heading and set(re.findall(r"Section \d+", heading)) <= {"Section 149", "Section 150"}
+    assert sum(len(u.text) for u in passages(doc)) < 2 * len(page)
+
+
 BIG = "Big label words. " * (MAX_LABEL_CHARS // 8)  # twice the bound, in one text node
 
 
@@ -364,6 +394,32 @@ def test_a_cell_spanning_many_columns_has_at_most_the_column_label_cap() -> None
     ctx = global_context(doc, sentence_with(doc, "Wide cell.").paths, TABLES)
     labels = re.findall(r"R\d+C\d+", render(doc, ctx))
     assert labels == [f"R0C{c}" for c in range(MAX_COLUMN_LABELS)]  # the upper rows' first
+
+
+def test_header_cells_of_a_row_are_labelled_by_its_first_not_a_chain() -> None:
+    """Each ``<th>`` of a body row was labelled by the one to its left, and so by the whole row
+    before it: 2,000 of them rendered passages 1,000x the page (10 s)."""
+    row = "".join(f"<th>Head {k}.</th>" for k in range(200))
+    page = f"<table><tr><td>Start.</td>{row}<td>Cell.</td></tr></table>"
+    doc = parse_html(page)
+    assert re.findall(r"Head \d+", ctx_text(doc, "Head 150.", TABLES)) == ["Head 0", "Head 150"]
+    # a data cell keeps the nearest header cell, and through it the row's first
+    assert re.findall(r"Head \d+", ctx_text(doc, "Cell.", TABLES)) == ["Head 0", "Head 199"]
+    assert sum(len(u.text) for u in passages(doc)) < 2 * len(page)
+
+
+def test_stacked_header_rows_label_from_the_first_ones_not_a_chain() -> None:
+    """Each of 2,000 stacked header rows was labelled by the rows above it, and so by every row
+    above: passages 350x the page (39 s)."""
+    stack = "".join(f"<tr><th>H{k}.</th></tr>" for k in range(200))
+    page = f"<table>{stack}<tr><td>Data.</td></tr></table>"
+    doc = parse_html(page)
+    first = [f"H{k}" for k in range(MAX_HEADER_ROWS)]
+    assert re.findall(r"H\d+", ctx_text(doc, "H150.", TABLES)) == [*first, "H150"]
+    # a data cell: the nearest header rows, and their labels (the first rows)
+    nearest = [f"H{k}" for k in range(200 - MAX_HEADER_ROWS, 200)]
+    assert re.findall(r"H\d+", ctx_text(doc, "Data.", TABLES)) == first + nearest
+    assert sum(len(u.text) for u in passages(doc)) < 2 * len(page)
 
 
 # -- tables ----------------------------------------------------------------------------
