@@ -173,6 +173,7 @@ def _labels(rng: random.Random, budget: int) -> str:
                 "<dl><dt>{w}</dt><dd><h4>{w}</h4></dd></dl><p>{w}.</p>",
                 "<tr><th>{w}.</th></tr>",  # stacked header rows (no table: the parser makes one)
                 "<th>{w}.</th>",  # a row of header cells
+                "<h1>{w}<b><h2>{w}.</h2></b>",  # nested headings
             ]
         )
         parts = []
@@ -431,6 +432,7 @@ def _worst_pages() -> dict[str, str]:
         "a row of 20,000 header cells": "<table><tr><td>Start.</td>"
         + "".join(f"<th>Head {k}.</th>" for k in range(20_000))
         + "</tr></table>",
+        "2,000 nested headings": "".join(f"<h1>Gamma {k}</h5><th>Beta {k}.</th>" for k in range(2_000)),
         "20,000 stacked header rows": "<table>"
         + "".join(f"<tr><th>H{k}.</th></tr>" for k in range(20_000))
         + "<tr><td>Data.</td></tr></table>",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..document import HEADING_LEVELS
+from .headers import heading_label
 from .policy import Rule
 
 if TYPE_CHECKING:
@@ -16,4 +18,6 @@ class TitleRule(Rule):
 
     def constant(self, doc: Document) -> Iterable[int]:
         i = doc.title_index
-        return () if i is None else (i,)
+        if i is None:
+            return ()
+        return heading_label(doc, i) if doc.tag[i] in HEADING_LEVELS else (i,)
