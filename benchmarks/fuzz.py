@@ -2,6 +2,7 @@
 
     python -m benchmarks.fuzz --n 20000 [--seed 0] [--slow 5] [--memory]
     python -m benchmarks.fuzz --worst-case
+    python -m benchmarks.fuzz --growth --n 500 [--seed 0]
 
 A seeded generator of hostile HTML (:func:`hostile_page`: tag soup, table spans, charsets,
 control bytes, deep nesting, page-supplied sentinels, loose table text, fake evidence
@@ -21,7 +22,12 @@ crashes (by exception type, with the smallest reproducer), slow inputs and the w
 fresh process): a 20 MB page, 50,000-deep nesting, a 2,000 x 50 table, 100,000 list items,
 and shapes that once made each context hold a share of the page (long label runs, many
 sibling lists and tables, deeply nested labelled lists, huge labels, wide header rows, many
-table group rows), each parsed, contextualised and packed into passages (what indexing does).
+table group rows, chains of labels), each parsed, contextualised and packed into passages
+(what indexing does).
+
+``--growth`` finds what one page size cannot: a context that grows with the page. Random
+motifs of labelled structures (:func:`motif`) are repeated 60 and 240 times; the passage text
+per page character must grow by at most :data:`GROWTH_LIMIT` between the two (:func:`growth`).
 """
 
 from __future__ import annotations
@@ -489,6 +495,60 @@ def worst_case(only: str = "") -> None:
         )
 
 
+# -- growth ------------------------------------------------------------------------------
+def motif(rng: random.Random, depth: int = 0) -> str:
+    """A small random fragment of labelled structures (``{k}`` stands for the repetition's number)."""
+
+    def word() -> str:
+        return rng.choice(["Alpha", "Beta", "Gamma", "Delta"]) + " {k}"
+
+    def inner() -> str:
+        if depth < 3 and rng.random() < 0.6:
+            return motif(rng, depth + 1)
+        return rng.choice(["<h2>", "<h3>", "<p>", "<b>", ""]) + word() + "."
+
+    level = rng.randrange(1, 7)
+    return rng.choice(
+        [
+            lambda: f"<table><tr><th>{word()}</th></tr><tr><td>{inner()}</td></tr></table>",
+            lambda: f"<table><tr><th>{word()}</th><td>{inner()}</td></tr></table>",
+            lambda: f"<table><tr><td>{inner()}</td><th>{word()}</th><td>{inner()}</td></tr></table>",
+            lambda: f"<ul><li>{word()}<ul><li>{inner()}</li></ul></li></ul>",
+            lambda: f"<dl><dt>{word()}</dt><dd>{inner()}</dd></dl>",
+            lambda: f"<p>{word()}:</p><ul><li>{inner()}</li></ul>",
+            lambda: f"<h{level}>{word()}</h{rng.randrange(1, 7)}>",  # closed by another level, or not at all
+            lambda: f"<tr><th>{word()}</th><td>{inner()}</td></tr>",  # loose rows
+            lambda: f"<th>{word()}</th>",
+            lambda: f"<caption>{word()}</caption>{inner()}",
+            lambda: f"<div class=note><h3>{word()}</h3>{inner()}</div>",
+            lambda: f"<p>{word()}. {inner()}</p>",
+        ]
+    )()
+
+
+#: The most that passage text per page character may grow from 60 to 240 repetitions of a motif.
+GROWTH_LIMIT = 1.5
+
+
+def amplification(fragment: str, times: int) -> float:
+    """Passage text per page character of ``fragment`` repeated ``times`` times (numbered)."""
+    page = "".join(fragment.replace("{k}", str(k)) for k in range(times))
+    return sum(len(u.text) for u in passages(parse_html(page))) / len(page)
+
+
+def growth(n: int, *, seed: int = 0, small: int = 60, large: int = 240) -> list[tuple[float, int, str]]:
+    """For ``n`` random motifs (motif ``k`` from seed ``seed + k``, one to three fragments), how
+    many times more passage text per page character the page of ``large`` repetitions renders
+    than that of ``small``: about 1 where every context is bounded, ``large / small`` where a
+    context grows with the page. Returns (growth, seed, motif), the largest first."""
+    out = []
+    for k in range(n):
+        rng = random.Random(seed + k)
+        fragment = "".join(motif(rng) for _ in range(rng.randrange(1, 4)))
+        out.append((amplification(fragment, large) / amplification(fragment, small), seed + k, fragment))
+    return sorted(out, reverse=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1000, help="inputs to generate")
@@ -498,11 +558,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", action="store_true", help="trace peak Python memory per input (slower)")
     parser.add_argument("--worst-case", action="store_true", help="print the worst-case cost table instead")
     parser.add_argument("--case", default="", help="with --worst-case: only the cases whose name holds this")
+    parser.add_argument(
+        "--growth", action="store_true", help="how passage text per page byte grows with repeated motifs (--n motifs)"
+    )
     args = parser.parse_args(argv)
     logging.getLogger("spire_core").setLevel(logging.ERROR)  # every bad page warns; the report counts
     if args.worst_case:
         worst_case(args.case)
         return 0
+    if args.growth:
+        found = growth(args.n, seed=args.seed)
+        for times, seed, fragment in found[:5]:
+            print(f"growth {times:.2f} (seed {seed}): {fragment[:200]}")
+        return 1 if found and found[0][0] > GROWTH_LIMIT else 0
     report = run(args.n, seed=args.seed, slow=args.slow, memory=args.memory, max_chars=args.max_chars)
     _print(report, args.slow)
     return 1 if report.crash_count or report.slow else 0

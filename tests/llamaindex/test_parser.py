@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import pickle
 
 import pytest
 from llama_index.core import VectorStoreIndex
@@ -163,6 +164,16 @@ def test_works_as_a_transformation() -> None:
     assert set(index.index_struct.nodes_dict.values()) == {n.node_id for n in expected}
     assert index.docstore.get_ref_doc_info("w.html") is not None
     assert "title|headers|lists|tables" in parser.to_json()
+
+
+def test_parses_in_the_pipelines_worker_processes() -> None:
+    """``IngestionPipeline.run(num_workers=...)`` pickles the parser into worker processes."""
+    docs = [Document(id_="w.html", text=PAGE), wal(), Document(id_="x.html", text=PAGE.replace("Blue", "Red"))]
+    parser = SpireNodeParser(unit="sentence")
+    assert pickle.loads(pickle.dumps(parser)).to_dict() == parser.to_dict()
+    expected = {(n.node_id, n.get_content(), str(n.metadata)) for n in parser.get_nodes_from_documents(docs)}
+    nodes = IngestionPipeline(transformations=[parser]).run(documents=docs, num_workers=2)
+    assert {(n.node_id, n.get_content(), str(n.metadata)) for n in nodes} == expected
 
 
 def test_spire_keys_in_source_metadata_do_not_leak() -> None:
