@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from threading import Lock
 from typing import Any, Generic, TypeVar
 
 from .errors import UnknownPathError
@@ -352,7 +351,9 @@ class LRU(Generic[K, V]):
     """A bounded mapping that forgets its least recently used entry beyond ``maxsize``.
 
     Safe to share between threads (async adapters aggregate on a thread pool, over the same
-    pages): each read or write holds the mapping's lock.
+    pages) without a lock: each step is one atomic ``OrderedDict`` call, and a step another
+    thread made moot (the key evicted, the mapping emptied) is skipped. While threads insert
+    at once, it may briefly hold one entry more per thread.
     """
 
     def __init__(self, maxsize: int) -> None:
@@ -360,25 +361,29 @@ class LRU(Generic[K, V]):
             raise ValueError("maxsize must be positive")
         self.maxsize = maxsize
         self._data: OrderedDict[K, V] = OrderedDict()
-        self._lock = Lock()
 
     def __len__(self) -> int:
         return len(self._data)
 
     def get(self, key: K) -> V | None:
         """The value at ``key`` (now the most recently used), or ``None``."""
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
+        data = self._data
+        try:
+            value = data[key]
+            data.move_to_end(key)
+        except KeyError:  # absent, or evicted by another thread since it was read
+            return None
         return value
 
     def __setitem__(self, key: K, value: V) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+        data = self._data
+        data[key] = value
+        try:
+            data.move_to_end(key)
+            while len(data) > self.maxsize:
+                data.popitem(last=False)
+        except KeyError:  # evicted, or the mapping emptied, by another thread meanwhile
+            pass
 
 
 @contextmanager

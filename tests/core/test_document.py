@@ -214,9 +214,10 @@ def test_lru_keeps_the_most_recently_used(keys: list[int], maxsize: int) -> None
     assert all(lru.get(k) == k * 10 for k in kept)
 
 
-def test_lru_shared_between_threads_never_loses_its_bounds() -> None:
+def test_lru_shared_between_threads_raises_nothing_and_stays_bounded() -> None:
     """Async adapters aggregate on a thread pool over the same pages' LRUs: a read racing an
-    eviction raised KeyError before each operation held the LRU's lock."""
+    eviction raised KeyError. Now a step another thread made moot is skipped; while 8 threads
+    insert at once the LRU holds at most one entry more per thread."""
     lru: LRU[int, int] = LRU(4)
     errors: list[BaseException] = []
 
@@ -225,9 +226,11 @@ def test_lru_shared_between_threads_never_loses_its_bounds() -> None:
         try:
             for _ in range(20_000):
                 k = rng.randrange(8)
-                if lru.get(k) is None:
+                got = lru.get(k)
+                assert got in (None, k + 1)
+                if got is None:
                     lru[k] = k + 1
-                assert len(lru) <= 4
+                assert len(lru) <= 4 + 8
         except BaseException as err:  # (collected: an exception in a thread does not fail the test)
             errors.append(err)
 
@@ -242,7 +245,8 @@ def test_lru_shared_between_threads_never_loses_its_bounds() -> None:
     finally:
         sys.setswitchinterval(interval)
     assert errors == []
-    assert len(lru) == 4 and all(lru.get(k) in (None, k + 1) for k in range(8))
+    lru[99] = 100  # alone again, an insert evicts down to the bound
+    assert len(lru) == 4 and lru.get(99) == 100
 
 
 def test_memo_computed_by_threads_at_once_keeps_one_value() -> None:
