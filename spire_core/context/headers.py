@@ -14,7 +14,7 @@ from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 from ..document import HEADING_LEVELS, Memo
-from .policy import PageRule, Table
+from .policy import PageRule, Table, subtrees_before
 
 #: Containers whose headings scope only their own content (admonitions, asides, figures).
 BOX_TAGS = frozenset({"aside", "figure", "blockquote"})
@@ -74,20 +74,11 @@ def heading_label(doc: Document, heading: int) -> tuple[int, ...]:
     its label's first 2,048 characters, :func:`~.policy.label_head`), and so on through the
     page: 1,200 nested ``<h1>`` (36 KB) took 27 s to pack into passages.
     """
-    order, end = headings(doc).order, doc.end
+    order = headings(doc).order
     k = bisect_right(order, heading)
-    if k == len(order) or order[k] >= end[heading]:
+    if k == len(order) or order[k] >= doc.end[heading]:
         return (heading,)
-    held = order[k]
-    out: list[int] = []
-    i = heading + 1
-    while i < held:
-        if end[i] <= held:
-            out.append(i)
-            i = end[i]
-        else:
-            i += 1
-    return tuple(out)
+    return subtrees_before(doc, heading, order[k])
 
 
 def _scope_end(doc: Document, heading: int) -> int:
@@ -113,8 +104,8 @@ class HeadersRule(PageRule):
 
 
 def unlabelled_headings(doc: Document, table: Table) -> Table:
-    """``table`` (a rule's labels) with nothing for a heading itself (what its text holds keeps its
-    labels): for what stands for a heading in contexts, its :func:`heading_label`.
+    """``table`` (a rule's labels) with nothing for what stands for each heading in contexts
+    (:func:`heading_label`: the heading itself, whose text keeps its labels).
 
     A heading is made intelligible by the headings above it alone: labels label the content
     under a heading, not the heading. With them, a heading reached from another section (a

@@ -190,15 +190,21 @@ def label_head(doc: Document, node: int, chars: int = MAX_LABEL_CHARS, nodes: in
             if used > chars:
                 break
         k += 1
-    head: list[int] = []
+    return subtrees_before(doc, node, k)
+
+
+def subtrees_before(doc: Document, node: int, stop: int) -> tuple[int, ...]:
+    """The whole subtrees inside ``node`` that end by node index ``stop``, outermost first."""
+    end = doc.end
+    out: list[int] = []
     i = node + 1
-    while i < k:  # the outermost subtrees that end by k
-        if end[i] <= k:
-            head.append(i)
+    while i < stop:
+        if end[i] <= stop:
+            out.append(i)
             i = end[i]
         else:
             i += 1
-    return tuple(head)
+    return tuple(out)
 
 
 def _chars(doc: Document, node: int) -> int:
