@@ -10,7 +10,6 @@ figure) governs only the rest of its box.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 from ..document import HEADING_LEVELS, Memo
@@ -47,8 +46,12 @@ class _Headings:
                 self.up[i] = stack[-1][1] if stack else -1
                 stack.append((level, i, end))
             self.last[i] = stack[-1][1] if stack else -1
-        #: every heading, in document order
-        self.order = list(self.up)
+        order, ends = list(self.up), doc.end  # every heading, in document order
+        #: what stands for each heading in a context (:func:`heading_label`)
+        self.label: dict[int, tuple[int, ...]] = {
+            h: (h,) if n + 1 == len(order) or order[n + 1] >= ends[h] else subtrees_before(doc, h, order[n + 1])
+            for n, h in enumerate(order)
+        }
 
     def chain(self, i: int) -> list[int]:
         out = []
@@ -58,11 +61,11 @@ class _Headings:
             h = self.up[h]
         return out
 
-    def contributions(self, doc: Document) -> list[tuple[int, ...]]:
+    def contributions(self) -> list[tuple[int, ...]]:
         """Every node's chain, by index (one tuple per heading, shared by the nodes under it)."""
         chains: dict[int, tuple[int, ...]] = {-1: ()}
         for h in self.up:
-            chains[h] = (*heading_label(doc, h), *chains[self.up[h]])  # a heading's parent comes before it
+            chains[h] = (*self.label[h], *chains[self.up[h]])  # a heading's parent comes before it
         return [chains[h] for h in self.last]
 
 
@@ -74,11 +77,7 @@ def heading_label(doc: Document, heading: int) -> tuple[int, ...]:
     its label's first 2,048 characters, :func:`~.policy.label_head`), and so on through the
     page: 1,200 nested ``<h1>`` (36 KB) took 27 s to pack into passages.
     """
-    order = headings(doc).order
-    k = bisect_right(order, heading)
-    if k == len(order) or order[k] >= doc.end[heading]:
-        return (heading,)
-    return subtrees_before(doc, heading, order[k])
+    return headings(doc).label[heading]
 
 
 def _scope_end(doc: Document, heading: int) -> int:
@@ -90,7 +89,7 @@ def _scope_end(doc: Document, heading: int) -> int:
 
 
 _HEADINGS: Memo[_Headings] = Memo(_Headings)
-_CHAINS: Memo[Table] = Memo(lambda doc: headings(doc).contributions(doc))
+_CHAINS: Memo[Table] = Memo(lambda doc: headings(doc).contributions())
 
 
 def headings(doc: Document) -> _Headings:
@@ -113,7 +112,7 @@ def unlabelled_headings(doc: Document, table: Table) -> Table:
     headings lie one section further back, and so on: a unit's context grew with its place
     in the page, a 50 KB page of 400 such sections rendered 11 MB of passages.
     """
-    stand_ins = [j for h in headings(doc).order for j in heading_label(doc, h)]
+    stand_ins = [j for label in headings(doc).label.values() for j in label]
     if not any(table[j] for j in stand_ins):
         return table
     out = list(table)
