@@ -392,6 +392,7 @@ def _print(report: Report, slow: float) -> None:
 # -- worst cases -------------------------------------------------------------------------
 def _worst_pages() -> dict[str, str]:
     para = "<p>The quick brown fox jumps over the lazy dog. It was not amused by this at all.</p>\n"
+    label = "Label words here. " * 111
     return {
         "20 MB page": "<title>Big</title>" + para * (20_000_000 // len(para)),
         "50,000-deep nesting": "<div>" * 50_000 + "<p>Deep text here. And more.</p>" + "</div>" * 50_000,
@@ -442,6 +443,12 @@ def _worst_pages() -> dict[str, str]:
         "20,000 stacked header rows": "<table>"
         + "".join(f"<tr><th>H{k}.</th></tr>" for k in range(20_000))
         + "<tr><td>Data.</td></tr></table>",
+        # every bound filled at once: each unit's whole context 46 KB
+        "8,000 items under a title, 6 headings and 16 labels of 2,000 characters": f"<title>{label}</title>"
+        + "".join(f"<h{k}>{label}</h{k}>" for k in range(1, 7))
+        + f"<ul><li><div>{label}</div>" * 16
+        + "<ul>"
+        + "<li>Item.</li>" * 8_000,
     }
 
 

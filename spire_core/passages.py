@@ -13,7 +13,10 @@ sentence's path set into the source page.
 Packing never crosses a heading. The cap is counted on the passage's own and context text
 with ``size`` (the embedding model's tokenizer by default); a passage whose exact
 rendering still exceeds ``window`` tokens is split in two, so what is embedded is what the
-model reads (a single sentence longer than the window stays one passage).
+model reads (a single sentence longer than the window stays one passage). A passage whose
+context holds more than :data:`~spire_core.context.policy.MAX_CONTEXT_CHARS` characters
+(never on the bench pages; a hostile page's can hold 46 KB) renders its context's nearest part
+(:meth:`~spire_core.context.Policy.nearest`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Literal
 from .aggregate import INDICES_MEMO_SIZE, Documents, Hit, Search
 from .context import HTML, Policy
 from .context.headers import headings
+from .context.policy import over_bounds
 from .document import LRU, Document, Memo, Path
 from .errors import PathFormatError, UnknownPathError
 from .options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
@@ -54,7 +58,7 @@ class Passage:
     begin: Path
     #: the sentence seed path sets, in document order (what citations are made of)
     members: tuple[frozenset[Path], ...]
-    #: ``render(global_context(paths))``: the text to embed
+    #: ``render(global_context(paths))`` (the nearest part of a context over the bounds): the text to embed
     text: str
 
 
@@ -72,8 +76,10 @@ class _Run:
     key: int
     members: list[tuple[Sentence, list[int]]]
     covered: set[int]
+    #: the members' closure, or the nearest part of a context over the bounds (the run is not grown)
     closed: set[int]
     tokens: int
+    cut: bool
 
 
 def passages(
@@ -95,28 +101,32 @@ def passages(
     if max_tokens <= 0 or window <= 0:
         raise ValueError("max_tokens and window must be positive")
     section = headings(doc).last
-    runs: list[_Run] = []
+    out: list[Passage] = []
     run: _Run | None = None
     for s in sentences(doc):
         nodes = sentence_indices(doc, *s.span)
         key = section[s.span[0]]
-        if run is not None and run.key == key:
-            grown_closed = policy.indices(doc, nodes, closed=run.closed)
-            new = down_indices(doc, grown_closed - run.closed) - run.covered
-            grown = run.tokens + _tokens(doc, new, size)
-            if grown <= max_tokens:
-                run.members.append((s, nodes))
-                run.closed = grown_closed
-                run.covered |= new
-                run.tokens = grown
-                continue
+        if run is not None:
+            if run.key == key and not run.cut:
+                grown_closed = policy.indices(doc, nodes, closed=run.closed)
+                new = down_indices(doc, grown_closed - run.closed) - run.covered
+                grown = run.tokens + _tokens(doc, new, size)
+                if grown <= max_tokens:
+                    run.members.append((s, nodes))
+                    run.closed = grown_closed
+                    run.covered |= new
+                    run.tokens = grown
+                    continue
+            # emitted once complete: no run's sets outlive it
+            out.extend(_emit(doc, run.members, run.closed, policy, fmt, window, window_size))
         closed = policy.indices(doc, nodes)
+        cut = over_bounds(doc, closed, set(nodes))
+        if cut:
+            closed = policy.nearest(doc, nodes)
         covered = down_indices(doc, closed)
-        run = _Run(key, [(s, nodes)], covered, closed, _tokens(doc, covered, size))
-        runs.append(run)
-    out: list[Passage] = []
-    for r in runs:
-        out.extend(_emit(doc, r.members, r.closed, policy, fmt, window, window_size))
+        run = _Run(key, [(s, nodes)], covered, closed, _tokens(doc, covered, size), cut)
+    if run is not None:
+        out.extend(_emit(doc, run.members, run.closed, policy, fmt, window, window_size))
     return out
 
 
@@ -134,11 +144,15 @@ def _emit(
     window: int,
     size: SizeFn,
 ) -> list[Passage]:
-    """One passage (rendered once), or two halves when the rendering overflows the window."""
+    """One passage (rendered once), or two halves when the rendering overflows the window.
+
+    ``closed`` is what to render (:attr:`_Run.closed`), None for a half: its members' context
+    is then taken afresh, the nearest part of it where it is over the bounds.
+    """
     nodes = [i for _, m in members for i in m]
     # a policy is a closure under per-node contributions: the closure of the union is the
     # union of the members' closures, which packing already holds
-    text = render_indices(doc, closed if closed is not None else policy.indices(doc, nodes), fmt=fmt)
+    text = render_indices(doc, closed if closed is not None else policy.nearest(doc, nodes), fmt=fmt)
     if len(members) > 1 and size(text) > window:
         half = len(members) // 2
         return _emit(doc, members[:half], None, policy, fmt, window, size) + _emit(

@@ -34,7 +34,8 @@ class Seed:
     paths: frozenset[Path]
     #: the begin path (for a block: the block element's path)
     begin: Path
-    #: ``render(global_context(S_b))``: the text to embed
+    #: ``render(global_context(S_b))``, its context's nearest part where that is over the bounds
+    #: (:meth:`~spire_core.context.Policy.nearest`): the text to embed
     text: str
     #: the unit's own words, without context
     own_text: str
@@ -74,7 +75,7 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: 
             doc_id=doc.doc_id,
             paths=doc.to_paths(nodes),
             begin=doc.path(anchor),
-            text=render_indices(doc, policy.indices(doc, nodes), fmt=fmt),
+            text=render_indices(doc, policy.nearest(doc, nodes), fmt=fmt),
             own_text=own,
             members=(doc.to_paths(nodes),),
         )

@@ -21,6 +21,7 @@ list label would otherwise be rendered again for each of them.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence, Set
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,13 @@ _CONSTANTS: Memo[dict[Policy, tuple[int, ...]]] = Memo(lambda doc: {})
 #: table's row-label cell of 1,955 characters in 1,073 nodes.
 MAX_LABEL_CHARS = 2048
 MAX_LABEL_NODES = 2048
+#: What an index embeds for one unit holds at most this much context (:meth:`Policy.nearest`):
+#: room for two whole labels, four times the bench pages' largest context (1,042 characters,
+#: 742 nodes), while the model reads 256 tokens. Each contribution is bounded, but a page that
+#: fills every bound at once (a title, 6 headings and 16 nested list labels of 2,000 characters)
+#: gives every unit 46 KB of context.
+MAX_CONTEXT_CHARS = 2 * MAX_LABEL_CHARS
+MAX_CONTEXT_NODES = 2 * MAX_LABEL_NODES
 #: A closure reads an entry longer than this once, however many of its nodes it reaches: the
 #: nodes of one label share its entry, and a label of many nodes then cost a closure their
 #: number times the entry's length.
@@ -140,6 +148,40 @@ class Policy:
                     work.append(j)
         return out
 
+    def nearest(
+        self, doc: Document, nodes: Iterable[int], chars: int = MAX_CONTEXT_CHARS, count: int = MAX_CONTEXT_NODES
+    ) -> set[int]:
+        """``nodes`` with what their closure reaches nearest first (breadth-first, the constants
+        in the first step) while the subtrees added hold at most ``chars`` characters of text
+        and ``count`` nodes: one that does not fit is left out, with what it alone would reach.
+
+        The closure (:meth:`indices`) when it all fits. Not a closure otherwise: it is what an
+        index embeds for a unit whose whole context outgrows what the model reads.
+        """
+        out = set(nodes)
+        queue = deque(out)
+        table, end, sizes = self.table(doc), doc.end, _CHARS(doc)
+        read: set[int] = set()  # as in indices
+        entry: Sequence[int] = self.constants(doc)
+        while True:
+            for j in entry:
+                if j not in out:
+                    size = sizes.get(j)
+                    if size is None:
+                        size = _chars(doc, j)
+                    if size <= chars and end[j] - j <= count:
+                        chars, count = chars - size, count - (end[j] - j)
+                        out.add(j)
+                        queue.append(j)
+            if not queue:
+                return out
+            entry = table[queue.popleft()]
+            if len(entry) > _SHORT:
+                if id(entry) in read:
+                    entry = ()
+                else:
+                    read.add(id(entry))
+
     def constants(self, doc: Document) -> tuple[int, ...]:
         """What the rules add whatever the selection: asked once per page and policy."""
         by_policy = _CONSTANTS(doc)
@@ -222,6 +264,20 @@ def _chars(doc: Document, node: int) -> int:
                     break
         sizes[node] = got
     return got
+
+
+def over_bounds(doc: Document, closed: Iterable[int], nodes: Set[int]) -> bool:
+    """Whether the context ``closed - nodes`` may hold more than :data:`MAX_CONTEXT_CHARS`
+    characters or :data:`MAX_CONTEXT_NODES` nodes (a node inside another counts again)."""
+    chars, count, end, sizes = MAX_CONTEXT_CHARS, MAX_CONTEXT_NODES, doc.end, _CHARS(doc)
+    for j in closed:
+        if j not in nodes:
+            size = sizes.get(j)
+            chars -= _chars(doc, j) if size is None else size
+            count -= end[j] - j
+            if chars < 0 or count < 0:
+                return True
+    return False
 
 
 def _bounded(doc: Document, entry: tuple[int, ...]) -> tuple[int, ...]:

@@ -33,6 +33,7 @@ from spire_core.context.lists import MAX_LABEL_CHILDREN, MAX_LIST_DEPTH, _terms
 from spire_core.context.policy import MAX_LABEL_CHARS, MAX_LABEL_NODES, label_head
 from spire_core.context.tables import MAX_COLUMN_LABELS, MAX_HEADER_ROWS
 from spire_core.document import HEADING_LEVELS
+from spire_core.paths import down_indices
 from spire_core.tables import CELL_TAGS
 from tests.core.strategies import html_pages, sentence_with
 
@@ -640,6 +641,26 @@ def test_growing_a_closure_step_by_step_equals_closing_the_union(
     a, b = doc.indices(p), doc.indices(bigger - p)
     grown = policy.indices(doc, b, closed=policy.indices(doc, a))
     assert grown == policy.indices(doc, a | b)
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+@PROPERTY_SETTINGS
+@given(case=doc_and_sets(), chars=st.integers(0, 300), count=st.integers(0, 40))
+def test_nearest_is_the_closure_when_it_fits_and_a_bounded_part_of_it_otherwise(
+    name: str, case: tuple[Document, frozenset[Path], frozenset[Path]], chars: int, count: int
+) -> None:
+    doc, p, _ = case
+    policy = POLICIES[name]
+    nodes = doc.indices(p)
+    closure = policy.indices(doc, nodes)
+    assert policy.nearest(doc, nodes) == closure  # generated contexts are far under the default bounds
+    part = policy.nearest(doc, nodes, chars, count)
+    assert set(nodes) <= part <= closure
+    added = down_indices(doc, part - set(nodes))
+    assert len(added) <= count
+    assert sum(len(doc.text[i]) for i in added if doc.tag[i] is None) <= chars
+    if chars >= MAX_LABEL_CHARS and count >= len(doc):
+        assert part == closure
 
 
 def _nearest(doc: Document, node: int, special: frozenset[str]) -> int:

@@ -10,11 +10,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spire_core import HEADERS, HTML, Document, aggregate, approx_tokens, global_context, parse_html, render, sentences
+from spire_core import (
+    HEADERS,
+    HTML,
+    Document,
+    aggregate,
+    approx_tokens,
+    global_context,
+    parse_html,
+    render,
+    seeds,
+    sentences,
+)
+from spire_core.context.policy import MAX_CONTEXT_CHARS
 from spire_core.errors import PathFormatError
 from spire_core.passages import PassageHit, decode_members, encode_members, expand, passages, sentence_search
 
-from .strategies import html_pages
+from .strategies import html_pages, sentence_with
 
 PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
 
@@ -97,6 +109,29 @@ def test_a_rendering_over_the_window_is_split() -> None:
     found = passages(doc, max_tokens=10_000, window=window, window_size=approx_tokens)
     assert all(len(p.members) == 1 or approx_tokens(p.text) <= window for p in found)
     assert [m for p in found for m in p.members] == [s.paths for s in sentences(doc)]
+
+
+@pytest.mark.parametrize("unit", ["passage", "sentence"])
+def test_a_context_over_the_bounds_is_shown_by_its_nearest_part(unit: str) -> None:
+    """Every bound filled at once: a title, 6 headings and 16 nested labels of ~2,000 characters over each item."""
+    label = "Label words here. " * 110
+    page = (
+        f"<title>{label}</title>"
+        + "".join(f"<h{k}>{label}</h{k}>" for k in range(1, 7))
+        + f"<ul><li><div>{label}</div>" * 16
+        + "<ul>"
+        + "".join(f"<li>Item {k}.</li>" for k in range(40))
+    )
+    doc = parse_html(page)
+    units = seeds(doc, unit=unit)  # type: ignore[arg-type]
+    assert [m for u in units for m in u.members] == [s.paths for s in sentences(doc)]
+    item = sentence_with(doc, "Item 39.").paths
+    assert len(render(doc, global_context(doc, item))) > 40_000  # what the context holds
+    shown = units[-1]
+    assert shown.members == (item,)
+    assert "Item 39." in shown.text and shown.text.startswith(f"# {label.strip()}")  # the title comes first
+    assert all(len(_ws(u.text)) - len(u.own_text) < MAX_CONTEXT_CHARS + 100 for u in units)  # 43,621 before
+    assert sum(len(u.text) for u in units) < 200 * len(page)  # 1,050x before the bound
 
 
 def test_passages_are_far_fewer_than_sentences_on_real_pages() -> None:
