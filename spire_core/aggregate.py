@@ -150,6 +150,8 @@ class _Admission:
         self.seen: set[tuple[str, frozenset[Path]]] = set()
         self.total = 0
         self.tried = 0
+        #: hits left out because they do not fit the budget (with their global context)
+        self.over = 0
 
     def offer_run(self, hits: Sequence[Hit]) -> None:
         """Consecutive hits of one document (a passage's members), tried in order as :meth:`offer`
@@ -237,10 +239,12 @@ class _Admission:
         # the union of the closures: the group's context is never re-closed
         closed = own_context(doc, self.policy, frozen)
         if _least_added(self.size, _undelivered(doc, closed, group.context)) > self.budget - self.total:
+            self.over += 1
             return  # its new text and its global context's (headings, labels) cannot fit: not rendered
         own, own_text = self.own(doc, frozen)
         context, text, cost = self.merged(doc, group, [(own, own_text)])
         if self.total - group.cost + cost > self.budget:
+            self.over += 1
             return
         self.total += cost - group.cost
         group.seeds |= seed
@@ -321,6 +325,7 @@ def aggregate(
     state = _Admission(documents, budget, size, policy, fmt)
     k = first_k
     done = 0
+    ranked: Sequence[Hit] = ()
     for _ in range(max_rounds):
         ranked = hits[:k] if isinstance(hits, Sequence) else hits(k)
         fresh = ranked[done:]
@@ -333,6 +338,13 @@ def aggregate(
         if state.total >= fill * budget or len(ranked) < k:
             break
         k *= 2
+    if state.over and not state.groups:
+        log.warning(
+            "no evidence: none of %d hits fits the budget of %d tokens with its global context (the best: page %r)",
+            len(ranked),
+            budget,
+            ranked[0].doc_id,
+        )
     return state.result()
 
 

@@ -105,6 +105,16 @@ def test_a_later_hit_fits_when_an_earlier_one_does_not() -> None:
     assert result.seeds == x2.paths  # the first hit fills the budget; x1 is skipped, not an error
 
 
+def test_no_hit_fitting_the_budget_is_logged_not_silent(caplog: pytest.LogCaptureFixture) -> None:
+    doc, x1, x2 = _foo()
+    with caplog.at_level(logging.WARNING, logger="spire_core.aggregate"):
+        assert aggregate([x1, x2], documents={"foo": doc}, budget=_own_cost(doc, x1) - 1) == []
+    assert "none of 2 hits fits the budget" in caplog.text and "'foo'" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="spire_core.aggregate"):
+        assert aggregate([x1, x2], documents={"foo": doc}, budget=_own_cost(doc, x1))
+    assert "no evidence" not in caplog.text
+
 def test_budget_must_be_positive() -> None:
     doc, x1, _ = _foo()
     for budget in (0, -5):
