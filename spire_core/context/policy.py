@@ -160,7 +160,7 @@ class Policy:
         """
         out = set(nodes)
         queue = deque(out)
-        table, end, sizes = self.table(doc), doc.end, _CHARS(doc)
+        table, end, sizes = self.table(doc), doc.end, _CHARS(doc)  # (sizes: _chars's memo, read inline)
         read: set[int] = set()  # as in indices
         entry: Sequence[int] = self.constants(doc)
         while True:
@@ -269,11 +269,10 @@ def _chars(doc: Document, node: int) -> int:
 def over_bounds(doc: Document, closed: Iterable[int], nodes: Set[int]) -> bool:
     """Whether the context ``closed - nodes`` may hold more than :data:`MAX_CONTEXT_CHARS`
     characters or :data:`MAX_CONTEXT_NODES` nodes (a node inside another counts again)."""
-    chars, count, end, sizes = MAX_CONTEXT_CHARS, MAX_CONTEXT_NODES, doc.end, _CHARS(doc)
+    chars, count, end = MAX_CONTEXT_CHARS, MAX_CONTEXT_NODES, doc.end
     for j in closed:
         if j not in nodes:
-            size = sizes.get(j)
-            chars -= _chars(doc, j) if size is None else size
+            chars -= _chars(doc, j)
             count -= end[j] - j
             if chars < 0 or count < 0:
                 return True
