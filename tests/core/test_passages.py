@@ -24,6 +24,7 @@ from spire_core import (
 )
 from spire_core.context.policy import MAX_CONTEXT_CHARS
 from spire_core.errors import PathFormatError
+from spire_core.options import Unit
 from spire_core.passages import PassageHit, decode_members, encode_members, expand, passages, sentence_search
 
 from .strategies import html_pages, sentence_with
@@ -112,7 +113,7 @@ def test_a_rendering_over_the_window_is_split() -> None:
 
 
 @pytest.mark.parametrize("unit", ["passage", "sentence"])
-def test_a_context_over_the_bounds_is_shown_by_its_nearest_part(unit: str) -> None:
+def test_a_context_over_the_bounds_is_shown_by_its_nearest_part(unit: Unit) -> None:
     """Every bound filled at once: a title, 6 headings and 16 nested labels of ~2,000 characters over each item."""
     label = "Label words here. " * 110
     page = (
@@ -123,7 +124,7 @@ def test_a_context_over_the_bounds_is_shown_by_its_nearest_part(unit: str) -> No
         + "".join(f"<li>Item {k}.</li>" for k in range(40))
     )
     doc = parse_html(page)
-    units = seeds(doc, unit=unit)  # type: ignore[arg-type]
+    units = seeds(doc, unit=unit)
     assert [m for u in units for m in u.members] == [s.paths for s in sentences(doc)]
     item = sentence_with(doc, "Item 39.").paths
     assert len(render(doc, global_context(doc, item))) > 40_000  # what the context holds
