@@ -9,7 +9,9 @@ Over every page of each bench set (``../shared/bench/docs`` and ``wtq``), in one
   passages (the default), SPIRE sentence seeds and ``fixed-256`` (LangChain's
   ``RecursiveCharacterTextSplitter`` over the page's lxml text, as the benchmark runner cuts it);
 - ``surface``: parse + units time (no embedding) against the floor, ``lxml`` parse + ``text_content()``;
-  ``punkt_x`` is NLTK Punkt alone over that floor's text, against the floor;
+  ``punkt_x`` is NLTK Punkt alone over that floor's text, and ``visit_x`` lxml's parse with one
+  visit from Python of every element (its tag, attributes, text and tail), against the floor:
+  what any tree built in Python pays before it builds anything;
 - unless ``--no-index``: ``spire index`` of the first 20 pages and of all pages (half of
   each set at 20) in a subprocess, its peak memory (``ru_maxrss``), wall time and store
   bytes against the HTML bytes; then query latency p50/p95 over the all-pages store, the
@@ -39,6 +41,7 @@ from statistics import quantiles
 from typing import Any
 
 import lxml.html
+from lxml import etree
 
 from spire_core import parse_html, seeds
 from spire_core.options import MODEL_WINDOW
@@ -100,6 +103,7 @@ def surface(root: Path) -> dict[str, Any]:
     # what the mandated sentence splitter alone costs on the same text: a floor no
     # sentence-seeded index can go under (its ratio says how much of the target is left)
     punkt_s, punkt_floor, _ = timer.timed(lambda: [sentence_spans(t) for t in texts])
+    visit_s, visit_floor, _ = timer.timed(lambda: [_visit(r) for r in raws])
     ids = [p.id for p in pages]
     # each system parses afresh: parsed pages memoise sentences and context tables
     passage_s, passage_floor, units = timer.timed(
@@ -121,6 +125,8 @@ def surface(root: Path) -> dict[str, Any]:
         "floor_s": round(min(timer.floor_runs), 3),
         "punkt_s": round(punkt_s, 3),
         "punkt_x": round(punkt_s / punkt_floor, 1),
+        "visit_s": round(visit_s, 3),
+        "visit_x": round(visit_s / visit_floor, 1),
     }
     base_tokens = _window_tokens(chunks, count)
     for name, (texts, seconds, floor) in systems.items():
@@ -135,6 +141,15 @@ def surface(root: Path) -> dict[str, Any]:
             "surface_x": round(seconds / floor, 1),
         }
     return out
+
+
+def _visit(raw: bytes) -> int:
+    """Parse ``raw`` with lxml and read every element's tag, attributes, text and tail from Python (the count)."""
+    n = 0
+    for e in etree.fromstring(raw, etree.HTMLParser(huge_tree=True)).iter():
+        _ = (e.tag, e.items(), e.text, e.tail)
+        n += 1
+    return n
 
 
 def _page_folder(datasets: Sequence[Path], limit: int | None, into: Path) -> tuple[int, int]:
@@ -261,6 +276,8 @@ def table(result: dict[str, Any]) -> str:
     lines.append(
         "NLTK Punkt alone over the floor's text: "
         + ", ".join(f"{name} {s['punkt_x']}x the floor" for name, s in result["surface"].items())
+        + "; lxml's parse and one visit of every element from Python: "
+        + ", ".join(f"{name} {s['visit_x']}x" for name, s in result["surface"].items())
     )
     if "index" in result:
         lines += ["", "| pages indexed | peak memory MB | seconds | store bytes (x HTML) |", "|---|---|---|---|"]

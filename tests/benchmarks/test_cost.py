@@ -37,7 +37,9 @@ def test_surface_counts_units_and_times_each_system_beside_its_floor(
         assert r["floor_s"] >= tiny["floor_s"]  # the least floor run of the set is the least of all
     # a sentence per vector: at least as many as the passages that pack them
     assert tiny["spire-sentence"]["vectors"] >= tiny["spire"]["vectors"]
-    # Punkt and each of the three systems: every run right after a run of the floor (one function)
+    assert tiny["punkt_s"] >= 0 and tiny["visit_s"] >= 0  # (rounded to milliseconds: 0 on two tiny pages)
+    assert cost._visit(b"<p>one <b>two</b></p>") == 4  # html, body, p, b
+    # Punkt, the visit and each of the three systems: every run right after a run of the floor (one function)
     floor = functions[0]
-    assert [fn is floor for fn in functions] == [True, False] * (4 * cost.SURFACE_RUNS)
+    assert [fn is floor for fn in functions] == [True, False] * (5 * cost.SURFACE_RUNS)
     assert "index" not in result
