@@ -115,6 +115,7 @@ def test_no_hit_fitting_the_budget_is_logged_not_silent(caplog: pytest.LogCaptur
         assert aggregate([x1, x2], documents={"foo": doc}, budget=_own_cost(doc, x1))
     assert "no evidence" not in caplog.text
 
+
 def test_budget_must_be_positive() -> None:
     doc, x1, _ = _foo()
     for budget in (0, -5):
