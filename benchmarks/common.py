@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from spire_core import Document, Path, approx_tokens, parse_html
-from spire_core.decoding import decode
+from spire_core.reading.decoding import decode
 
 
 @dataclass(frozen=True)

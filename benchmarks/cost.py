@@ -44,9 +44,9 @@ import lxml.html
 from lxml import etree
 
 from spire_core import parse_html, seeds
+from spire_core.indexing.passages import passages
 from spire_core.options import MODEL_WINDOW
-from spire_core.passages import passages
-from spire_core.punkt import sentence_spans
+from spire_core.reading.punkt import sentence_spans
 
 from .baselines import FixedChunks, model_token_count
 from .run import all_pages

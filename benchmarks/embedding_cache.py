@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from spire_core.model import Precision, torch_dtype
+from spire_runtime.model import Precision, torch_dtype
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[1] / ".cache" / "embeddings"
 #: merge the shards of a model into one when there are more than this many

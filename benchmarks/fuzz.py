@@ -71,9 +71,9 @@ from spire_core import (
     subdoc,
     to_metadata,
 )
-from spire_core.evidence import build_views
-from spire_core.passages import expand
-from spire_core.results import PATHS, members_of, unit_metadata
+from spire_core.indexing.passages import expand
+from spire_core.query.evidence import build_views
+from spire_core.results.schema import PATHS, members_of, unit_metadata
 
 # -- the generator -----------------------------------------------------------------------
 _WORDS = ["alpha", "beta", "gamma", "delta", "Dr.", "Smith", "e.g.", "3.5", "km", "U.S.", "costs", "café"]

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from spire_core.model import PRECISIONS
-from spire_core.table_view import question_shape
+from spire_core.query.table_views import question_shape
+from spire_runtime.model import PRECISIONS
 
 from .baselines import Baseline
 from .embedding_cache import DEFAULT_ROOT, Embedder, EmbeddingCache, SentenceTransformerEmbedder

@@ -1,6 +1,6 @@
 """The systems compared by the benchmark runner (the shared types are :mod:`benchmarks.common`).
 
-SPIRE systems hand a question's ranking to :func:`spire_core.aggregate`; the baselines
+SPIRE systems hand a question's ranking to :func:`spire_core.query.aggregate`; the baselines
 (:mod:`benchmarks.baselines`) admit units greedily, in rank order, while they fit.
 """
 
@@ -11,11 +11,11 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 
 from spire_core import HTML, NONE, Citation, Document, Policy, Subdocument, aggregate, approx_tokens, seeds
+from spire_core.indexing.passages import PassageHit, sentence_search
 from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
-from spire_core.passages import PassageHit, sentence_search
-from spire_core.results import subdocuments
-from spire_core.table_view import table_views
+from spire_core.query.table_views import table_views
+from spire_core.results.schema import subdocuments
 
 from . import baselines
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
@@ -104,7 +104,7 @@ class SpireFilter(Spire):
         self.target = target
 
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
-        from spire_core.evidence import select_evidence
+        from spire_core.query.evidence import select_evidence
 
         results = self.aggregate(ranking, budget, pages, question.question)
         documents = {r.doc_id: pages[r.doc_id].document for r in results}

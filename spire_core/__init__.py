@@ -1,10 +1,22 @@
 """SPIRE core: structure-preserving retrieval of evidence from HTML (no framework imports)."""
 
-from .aggregate import Hit, Search, Subdocument, aggregate
-from .citation import Citation
-from .context import HEADERS, HTML, LISTS, NONE, TABLES, TITLE, Policy, Rule, compose, global_context, policy_named
-from .document import Document, Node, Path
-from .errors import (
+from spire_core.context import (
+    HEADERS,
+    HTML,
+    LISTS,
+    NONE,
+    TABLES,
+    TITLE,
+    Policy,
+    Rule,
+    compose,
+    global_context,
+    policy_named,
+)
+from spire_core.document.paths import decode_paths, down, encode_paths, link, prune, subdoc, up
+from spire_core.document.render import render
+from spire_core.document.tree import Document, Node, Path
+from spire_core.errors import (
     BudgetError,
     DocumentTooLargeError,
     EmptyDocumentError,
@@ -16,7 +28,11 @@ from .errors import (
     SpireError,
     UnknownPathError,
 )
-from .evidence import (
+from spire_core.indexing.passages import Passage, PassageHit, passages
+from spire_core.indexing.units import DocumentCache, Seed, seeds
+from spire_core.query.aggregate import Hit, Search, Subdocument, aggregate
+from spire_core.query.citation import Citation
+from spire_core.query.evidence import (
     Evidence,
     Selection,
     View,
@@ -26,17 +42,21 @@ from .evidence import (
     parse_labels,
     select_evidence,
 )
-from .highlight import highlight
-from .local import local_context
-from .markdown import is_markdown, markdown_to_html
-from .parse import declared_kind, is_html, parse_html, parse_markdown, parse_page, parse_text, text_to_html
-from .passages import Passage, PassageHit, passages
-from .paths import decode_paths, down, encode_paths, link, prune, subdoc, up
-from .render import render
-from .results import from_metadata, subdocuments, to_metadata, unit_id
-from .sentences import Sentence, sentences
-from .size import approx_tokens, model_tokens
-from .surface import DocumentCache, Seed, seeds
+from spire_core.query.local import local_context
+from spire_core.reading.markdown import is_markdown, markdown_to_html
+from spire_core.reading.parse import (
+    declared_kind,
+    is_html,
+    parse_html,
+    parse_markdown,
+    parse_page,
+    parse_text,
+    text_to_html,
+)
+from spire_core.reading.sentences import Sentence, sentences
+from spire_core.results.highlight import highlight
+from spire_core.results.schema import from_metadata, subdocuments, to_metadata, unit_id
+from spire_core.size import approx_tokens, model_tokens
 
 __all__ = [
     "HEADERS",

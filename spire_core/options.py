@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .size import SizeFn, approx_tokens
+from spire_core.size import SizeFn, approx_tokens
 
 #: Rendering of a path set.
 Fmt = Literal["markdown", "text"]
@@ -35,17 +35,11 @@ DEFAULT_MAX_ROUNDS = 4
 DEFAULT_SIZE: SizeFn = approx_tokens
 #: The unit the adapters and the ``spire`` CLI index by default.
 DEFAULT_UNIT: Unit = "passage"
-#: Tokens of own and context text a passage is packed up to (``spire_core.passages``).
+#: Tokens of own and context text a passage is packed up to (``spire_core.indexing.passages``).
 DEFAULT_PASSAGE_TOKENS = 160
 #: Tokens the packaged embedding model reads (all-MiniLM-L6-v2): no passage renders longer, bar one sentence.
 MODEL_WINDOW = 256
-#: Name of a SPIRE index in a database (Postgres: the units' and the pages' tables are named after it).
-DEFAULT_INDEX_NAME = "spire"
-#: Dimensions of the packaged embedding model's vectors (all-MiniLM-L6-v2).
-MODEL_DIM = 384
-#: Share of the budget the table views may take from lower-ranked seeds (:mod:`spire_core.table_view`).
+#: Share of the budget the table views may take from lower-ranked seeds (:mod:`spire_core.query.table_views`).
 DEFAULT_TABLE_SHARE = 0.9
 #: Tables that get a view at most, best-ranked first.
 DEFAULT_TABLE_VIEWS = 3
-#: Pages the adapters' bulk indexing parses, embeds and writes together (memory stays bounded).
-DEFAULT_BATCH_PAGES = 16

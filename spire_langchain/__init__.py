@@ -4,7 +4,7 @@ SpireTransformer      HTML Documents -> one Document per sentence seed (a text-s
 SpireRetriever        sentence search + document-aware aggregation under a token budget
 SpireEvidenceFilter   a document compressor: an LLM keeps only the evidence sentences
 
-The result schema (metadata keys, ids) is :mod:`spire_core.results`, shared with ``spire_llamaindex``.
+The result schema (metadata keys, ids) is :mod:`spire_core.results.schema`, shared with ``spire_llamaindex``.
 """
 
 from spire_core import MissingSourceError

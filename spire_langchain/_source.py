@@ -9,7 +9,7 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.stores import BaseStore
 
 from spire_core import Citation, MissingSourceError
-from spire_core.results import citations_from
+from spire_core.results.schema import citations_from
 
 
 def source_id(document: LCDocument) -> str:

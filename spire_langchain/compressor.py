@@ -28,7 +28,7 @@ from spire_core import (
 )
 from spire_core import Document as SpireDocument
 from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
-from spire_core.results import DOC_ID, FILTER, filter_report
+from spire_core.results.schema import DOC_ID, FILTER, filter_report
 from spire_core.size import SizeFn
 
 from ._source import page_loader

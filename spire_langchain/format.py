@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from langchain_core.documents import Document as LCDocument
 
 from spire_core import Citation, Policy
-from spire_core.aggregate import Documents
 from spire_core.options import Fmt
-from spire_core.results import DOC_ID, from_metadata
+from spire_core.query.aggregate import Documents
+from spire_core.results.schema import DOC_ID, from_metadata
+from spire_core.results.sources import Sources, cite_sources
 from spire_core.size import SizeFn
-from spire_core.sources import Sources, cite_sources
 
 from ._source import citations_of, source_id
 

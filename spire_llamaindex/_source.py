@@ -14,15 +14,15 @@ from spire_core import (
     Document,
     DocumentCache,
     MissingSourceError,
-    declared_kind,
     markdown_to_html,
     parse_page,
     parse_text,
     text_to_html,
 )
-from spire_core.decoding import DEFAULT_MAX_BYTES, decode
-from spire_core.document import LRU
-from spire_core.parse import page_kind
+from spire_core.document.tree import LRU
+from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.reading.parse import page_kind
+from spire_runtime.pages import declared_kind_of
 
 log = logging.getLogger("spire_llamaindex")
 
@@ -65,7 +65,7 @@ def parse_source(
         decode(text, max_bytes=max_bytes, doc_id=doc_id)  # binary data and oversized input fail here
         return parse_text(text, doc_id=doc_id)
     return parse_page(
-        text, doc_id=doc_id, max_bytes=max_bytes, boilerplate=boilerplate, declared=declared_kind(metadata or {})
+        text, doc_id=doc_id, max_bytes=max_bytes, boilerplate=boilerplate, declared=declared_kind_of(metadata or {})
     )
 
 

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K, DEFAULT_INDEX_NAME
+from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K
+from spire_runtime.defaults import DEFAULT_INDEX_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 # -- index --------------------------------------------------------------------------------
 def _index(args: argparse.Namespace) -> int:
     from spire_core import HTML, NONE
-    from spire_core.model import mmap_large_allocations
+    from spire_runtime.model import mmap_large_allocations
 
     mmap_large_allocations()  # this process embeds: keep its heap from fragmenting
 
@@ -240,7 +241,7 @@ def _citation_json(cit: Citation) -> dict[str, Any]:
 
 
 def _query(args: argparse.Namespace) -> int:
-    from spire_core.results import COST, DOC_ID, FILTER, PATHS
+    from spire_core.results.schema import COST, DOC_ID, FILTER, PATHS
 
     from .store import load_store, read_manifest
 
@@ -309,7 +310,7 @@ def _query(args: argparse.Namespace) -> int:
 
 def _print_sources(nodes: list[NodeWithScore], retriever: Any, budget: int) -> None:
     """Each page once with ``[n]`` after its cited sentences (within ``budget``), then the ids behind ``[n]``."""
-    from spire_core.sources import cite_sources
+    from spire_core.results.sources import cite_sources
 
     from .retriever import subdocument_of
 

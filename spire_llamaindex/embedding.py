@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from spire_core import model as packaged
 from spire_core.options import MODEL_WINDOW
 from spire_core.size import SizeFn, model_tokens
+from spire_runtime import model as packaged
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -32,7 +32,7 @@ def default_embed_model(
     """The packaged all-MiniLM-L6-v2 as a LlamaIndex embedding, loaded once per process, never online.
 
     ``FastEmbedEmbedding`` for ``runtime="onnx"``, ``HuggingFaceEmbedding`` for ``"torch"``
-    (``precision`` applies there): the two runtimes of :mod:`spire_core.model`, same vectors.
+    (``precision`` applies there): the two runtimes of :mod:`spire_runtime.model`, same vectors.
     """
     packaged.check_runtime(runtime, precision, device)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

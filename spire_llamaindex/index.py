@@ -16,8 +16,9 @@ from llama_index.core.storage.storage_context import StorageContext
 from tqdm.auto import tqdm
 
 from spire_core import SpireError
-from spire_core.decoding import DEFAULT_MAX_BYTES, decode
-from spire_core.options import DEFAULT_BATCH_PAGES, OnPageError
+from spire_core.options import OnPageError
+from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_runtime.defaults import DEFAULT_BATCH_PAGES
 
 from ._source import log
 from .embedding import embed_texts

@@ -16,9 +16,9 @@ from llama_index.core.schema import BaseNode, Document, NodeRelationship, Relate
 from llama_index.core.utils import get_tqdm_iterable
 
 from spire_core import HTML, NONE, Policy, SpireError, policy_named, seeds, unit_id
-from spire_core.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
-from spire_core.results import SPIRE_KEYS, unit_metadata, user_metadata
+from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.results.schema import SPIRE_KEYS, unit_metadata, user_metadata
 
 from ._source import log, parse_source, source_text
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spire_core.database import postgres_url
-from spire_core.options import DEFAULT_FIRST_K, DEFAULT_INDEX_NAME, DEFAULT_MAX_ROUNDS, MODEL_DIM
+from spire_core.options import DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS
+from spire_runtime.database import postgres_url
+from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding

@@ -13,7 +13,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 
 from spire_core import HTML, Evidence, Policy, Subdocument, aselect_evidence, select_evidence, subdocuments
 from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
-from spire_core.results import FILTER, filter_report
+from spire_core.results.schema import FILTER, filter_report
 from spire_core.size import SizeFn
 
 from ._source import SourceDocuments, log

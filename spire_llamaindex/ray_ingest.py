@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from spire_core import SpireError
-from spire_core.options import DEFAULT_INDEX_NAME, MODEL_DIM
+from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 
 from .embedding import embed_texts
 from .index import html_files, read_page
@@ -267,8 +267,8 @@ def ray_index(
     refs, base = _page_refs(pages, root)
     target = _Target(uri, table, embed_dim)
     if embed_model is None:
-        from spire_core.model import onnx_model_dir
         from spire_llamaindex import default_embed_model
+        from spire_runtime.model import onnx_model_dir
 
         onnx_model_dir()  # the default model's export, made here once rather than by each worker at once
         embed_model = default_embed_model

@@ -36,12 +36,12 @@ from spire_core import (
     from_metadata,
     to_metadata,
 )
-from spire_core.aggregate import aggregation_pool, searched_once, seed_indices
+from spire_core.indexing.passages import PassageHit, sentence_search
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
-from spire_core.passages import PassageHit, sentence_search
-from spire_core.results import SPIRE_KEYS, citations_from, members_of, result_id, unit_of, user_metadata
+from spire_core.query.aggregate import aggregation_pool, searched_once, seed_indices
+from spire_core.query.table_views import table_views
+from spire_core.results.schema import SPIRE_KEYS, citations_from, members_of, result_id, unit_of, user_metadata
 from spire_core.size import SizeFn
-from spire_core.table_view import table_views
 
 from ._search import Ranking
 from ._source import SourceDocuments, log

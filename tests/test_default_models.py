@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from spire_core.model import torch_dtype
 from spire_langchain import default_embeddings
 from spire_llamaindex import default_embed_model
+from spire_runtime.model import torch_dtype
 
 TEXTS = [
     "Café au lait is coffee with hot milk.",

@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("spire_core", "spire_llamaindex", "spire_langchain", "benchmarks")
+PACKAGES = ("spire_core", "spire_runtime", "spire_llamaindex", "spire_langchain", "benchmarks")
 
 
 def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
@@ -96,7 +96,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycles() -> None:
     graph = import_graph()
-    assert "spire_core.document" in graph and "spire_core.parse" in graph
+    assert "spire_core.document.tree" in graph and "spire_core.reading.parse" in graph
     found = cycles(graph)
     assert not found, "import circles:\n" + "\n".join(
         " <-> ".join(c) + "\n    " + "\n    ".join(f"{m} -> {sorted(graph[m] & set(c))}" for m in c) for c in found
@@ -104,7 +104,7 @@ def test_no_import_cycles() -> None:
 
 
 def test_document_model_imports_no_parser_or_algorithm() -> None:
-    assert import_graph()["spire_core.document"] <= {"spire_core.errors"}
+    assert import_graph()["spire_core.document.tree"] <= {"spire_core.errors"}
 
 
 def test_cycles_are_found_through_function_and_type_checking_imports(tmp_path: Path) -> None:

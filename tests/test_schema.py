@@ -8,7 +8,7 @@ from llama_index.core.schema import Document as LIDocument
 
 from spire_core import Citation, Subdocument, decode_paths, from_metadata, parse_html, seeds, to_metadata, unit_id
 from spire_core.options import Unit
-from spire_core.results import SPIRE_KEYS, subdocuments
+from spire_core.results.schema import SPIRE_KEYS, subdocuments
 from spire_langchain import SpireTransformer
 from spire_llamaindex import SpireNodeParser
 
@@ -58,7 +58,7 @@ def test_metadata_round_trips_a_subdocument() -> None:
 
 
 def test_both_adapters_give_a_result_the_unit_id_of_its_path_set_in_the_result_namespace() -> None:
-    from spire_core.results import RESULT_NAMESPACE, result_id
+    from spire_core.results.schema import RESULT_NAMESPACE, result_id
     from spire_langchain.retriever import result_document
     from spire_llamaindex.retriever import result_node
 

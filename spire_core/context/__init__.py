@@ -1,18 +1,18 @@
-"""Global contextualization policies (Section 2.3); local context is :mod:`spire_core.local`."""
+"""Global contextualization policies (Section 2.3); local context is :mod:`spire_core.query.local`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .headers import HeadersRule
-from .lists import ListsRule
-from .policy import NONE, Policy, Rule, compose
-from .tables import TablesRule
-from .title import TitleRule
+from spire_core.context.headers import HeadersRule
+from spire_core.context.lists import ListsRule
+from spire_core.context.policy import NONE, Policy, Rule, compose
+from spire_core.context.tables import TablesRule
+from spire_core.context.title import TitleRule
 
 if TYPE_CHECKING:
-    from ..document import Document, Path
+    from spire_core.document.tree import Document, Path
 
 TITLE = Policy([TitleRule()], "title")
 HEADERS = Policy([HeadersRule()], "headers")

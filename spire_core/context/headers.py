@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..document import HEADING_LEVELS, Memo
-from .policy import PageRule, Table, subtrees_before
+from spire_core.context.policy import PageRule, Table, subtrees_before
+from spire_core.document.tree import HEADING_LEVELS, Memo
 
 #: Containers whose headings scope only their own content (admonitions, asides, figures).
 BOX_TAGS = frozenset({"aside", "figure", "blockquote"})
 BOX_CLASSES = frozenset({"note", "warning", "tip", "caution", "important", "admonition", "sidebar", "topic"})
 
 if TYPE_CHECKING:
-    from ..document import Document
+    from spire_core.document.tree import Document
 
 
 class _Headings:

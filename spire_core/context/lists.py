@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..document import Memo
-from ..sentences import sentence_index
-from .headers import unlabelled_headings
-from .policy import PageRule, Table, inherited
+from spire_core.context.headers import unlabelled_headings
+from spire_core.context.policy import PageRule, Table, inherited
+from spire_core.document.tree import Memo
+from spire_core.reading.sentences import sentence_index
 
 if TYPE_CHECKING:
-    from ..document import Document
+    from spire_core.document.tree import Document
 
 LIST_TAGS = frozenset({"ul", "ol", "dl", "menu"})
 ITEM_TAGS = frozenset({"li", "dd"})

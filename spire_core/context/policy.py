@@ -25,10 +25,10 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence, Set
 from typing import TYPE_CHECKING
 
-from ..document import Memo
+from spire_core.document.tree import Memo
 
 if TYPE_CHECKING:
-    from ..document import Document, Path
+    from spire_core.document.tree import Document, Path
 
 #: Every node's contributions, by node index (what :meth:`Rule.contributions` returns).
 Table = Sequence[tuple[int, ...]]

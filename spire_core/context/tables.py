@@ -1,6 +1,6 @@
 """Table rule (Section 2.3.4): a cell's row label, column label(s) and the table caption.
 
-The layout (grid, spans, header and group rows, caption) is :mod:`spire_core.tables`.
+The layout (grid, spans, header and group rows, caption) is :mod:`spire_core.document.tables`.
 Labels, the documented rule:
 
 * A cell's *column labels* are the header-row cells above it that cover its columns (the
@@ -25,13 +25,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
-from ..document import Memo
-from ..tables import CELL_TAGS, Grid, grid, grid_table
-from .headers import unlabelled_headings
-from .policy import PageRule, Table, inherited
+from spire_core.context.headers import unlabelled_headings
+from spire_core.context.policy import PageRule, Table, inherited
+from spire_core.document.tables import CELL_TAGS, Grid, grid, grid_table
+from spire_core.document.tree import Memo
 
 if TYPE_CHECKING:
-    from ..document import Document
+    from spire_core.document.tree import Document
 
 
 #: At most this many header rows above a cell label it, the nearest ones (see the module docstring).

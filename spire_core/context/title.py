@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..document import HEADING_LEVELS
-from .headers import heading_label
-from .policy import Rule
+from spire_core.context.headers import heading_label
+from spire_core.context.policy import Rule
+from spire_core.document.tree import HEADING_LEVELS
 
 if TYPE_CHECKING:
-    from ..document import Document
+    from spire_core.document.tree import Document
 
 
 class TitleRule(Rule):

@@ -25,13 +25,13 @@ from spire_core import (
     render,
     sentences,
 )
-from spire_core.document import LRU
-from spire_core.render import render_indices
+from spire_core.document.render import render_indices
+from spire_core.document.tree import LRU
 
 from .strategies import html_pages
 
-#: the module (``spire_core.aggregate`` the attribute is the function)
-aggregate_module = importlib.import_module("spire_core.aggregate")
+#: the module (``spire_core.query.aggregate`` the attribute is the function)
+aggregate_module = importlib.import_module("spire_core.query.aggregate")
 
 PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
 
@@ -107,11 +107,11 @@ def test_a_later_hit_fits_when_an_earlier_one_does_not() -> None:
 
 def test_no_hit_fitting_the_budget_is_logged_not_silent(caplog: pytest.LogCaptureFixture) -> None:
     doc, x1, x2 = _foo()
-    with caplog.at_level(logging.WARNING, logger="spire_core.aggregate"):
+    with caplog.at_level(logging.WARNING, logger="spire_core.query.aggregate"):
         assert aggregate([x1, x2], documents={"foo": doc}, budget=_own_cost(doc, x1) - 1) == []
     assert "none of 2 hits fits the budget" in caplog.text and "'foo'" in caplog.text
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="spire_core.aggregate"):
+    with caplog.at_level(logging.WARNING, logger="spire_core.query.aggregate"):
         assert aggregate([x1, x2], documents={"foo": doc}, budget=_own_cost(doc, x1))
     assert "no evidence" not in caplog.text
 
@@ -139,10 +139,10 @@ def test_documents_may_be_a_callable() -> None:
 def test_unknown_paths_are_skipped_with_a_log_record(caplog: pytest.LogCaptureFixture) -> None:
     doc, x1, x2 = _foo()
     stale = Hit("foo", frozenset({(9, 9, 9)}), 0.99)
-    with caplog.at_level(logging.WARNING, logger="spire_core.aggregate"):
+    with caplog.at_level(logging.WARNING, logger="spire_core.query.aggregate"):
         [result] = aggregate([stale, x1, x2], documents={"foo": doc}, budget=1000)
     assert result.seeds == x1.paths | x2.paths
-    records = [r for r in caplog.records if r.name == "spire_core.aggregate"]
+    records = [r for r in caplog.records if r.name == "spire_core.query.aggregate"]
     assert len(records) == 1 and records[0].levelno == logging.WARNING
     assert "[9, 9, 9]" in records[0].getMessage()
 
@@ -340,7 +340,7 @@ def test_memoised_aggregation_delivers_what_a_fresh_page_does() -> None:
 
 
 def test_searched_once_asks_once_and_again_only_for_more_than_it_holds() -> None:
-    from spire_core.aggregate import searched_once
+    from spire_core.query.aggregate import searched_once
 
     asked: list[int] = []
 

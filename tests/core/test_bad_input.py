@@ -20,9 +20,9 @@ from spire_core import (
     render,
     sentences,
 )
-from spire_core.decoding import DEFAULT_MAX_BYTES
-from spire_core.document import SENTENCE_BEG
-from spire_core.parse import MAX_DEPTH
+from spire_core.document.tree import SENTENCE_BEG
+from spire_core.reading.decoding import DEFAULT_MAX_BYTES
+from spire_core.reading.parse import MAX_DEPTH
 
 PAGE = "<html><body><h2>Menu</h2><p>Café “crème” costs 3 € today. Naïve guests pay too.</p></body></html>"
 EXPECTED = ["Menu", "Café “crème” costs 3 € today.", "Naïve guests pay too."]

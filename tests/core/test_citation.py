@@ -89,7 +89,7 @@ def test_highlight_ignores_other_documents_and_unknown_paths(caplog: pytest.LogC
     other = Citation("elsewhere", cit.paths, cit.text)
     stale = Citation("wal", frozenset({(7, 7, 7)}), "gone")
     assert _marks(highlight(raw, [other], doc_id="wal")) == []
-    with caplog.at_level(logging.WARNING, logger="spire_core.highlight"):
+    with caplog.at_level(logging.WARNING, logger="spire_core.results.highlight"):
         out = highlight(raw, [stale, cit], doc_id="wal")
     assert [m.get("data-citation") for m in _marks(out)] == ["2"]
     assert "not found" in out and any(r.levelno == logging.WARNING for r in caplog.records)

@@ -32,9 +32,9 @@ from spire_core import (
 from spire_core.context.lists import MAX_LABEL_CHILDREN, MAX_LIST_DEPTH, _terms
 from spire_core.context.policy import MAX_LABEL_CHARS, MAX_LABEL_NODES, label_head
 from spire_core.context.tables import MAX_COLUMN_LABELS, MAX_HEADER_ROWS
-from spire_core.document import HEADING_LEVELS
-from spire_core.paths import down_indices
-from spire_core.tables import CELL_TAGS
+from spire_core.document.paths import down_indices
+from spire_core.document.tables import CELL_TAGS
+from spire_core.document.tree import HEADING_LEVELS
 from tests.core.strategies import html_pages, sentence_with
 
 POLICIES = {"title": TITLE, "headers": HEADERS, "lists": LISTS, "tables": TABLES, "html": HTML}

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spire_core import TITLE, Document, UnknownPathError, global_context, parse_html
-from spire_core.document import LRU, Memo
+from spire_core.document.tree import LRU, Memo
 from tests.core.strategies import tree
 
 LISTING_1 = """<html>

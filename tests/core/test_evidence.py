@@ -114,7 +114,7 @@ def test_parse_labels_without_labels_is_not_ok(answer: str) -> None:
 
 
 def test_parse_labels_drops_and_logs_unknown_labels(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="spire_core.evidence"):
+    with caplog.at_level(logging.WARNING, logger="spire_core.query.evidence"):
         sel = parse_labels('["E1", "E99", "e42", "E99", "E3"]', KNOWN)
     assert sel.ok and sel.labels == ["E1", "E3"] and sel.unknown == ["E99", "E42"]
     assert any("E99" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
@@ -222,7 +222,7 @@ def _timeout(prompt: str) -> str:
 
 def test_on_error_keep_returns_the_unfiltered_citations(caplog: pytest.LogCaptureFixture) -> None:
     results, docs = _results()
-    with caplog.at_level(logging.WARNING, logger="spire_core.evidence"):
+    with caplog.at_level(logging.WARNING, logger="spire_core.query.evidence"):
         ev = select_evidence(QUESTION, results, docs, _timeout)
     assert ev.citations == [c for r in results for c in r.citations] and ev.citations
     assert not ev.selection.ok and ev.selection.labels == []

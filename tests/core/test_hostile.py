@@ -28,7 +28,7 @@ from spire_core import (
     seeds,
     sentences,
 )
-from spire_core.tables import MAX_GRID_CELLS, grid
+from spire_core.document.tables import MAX_GRID_CELLS, grid
 
 
 @pytest.fixture(autouse=True, scope="module")

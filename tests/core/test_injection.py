@@ -30,7 +30,7 @@ from spire_core import (
     select_evidence,
     sentences,
 )
-from spire_core.evidence import document_header, final_answer
+from spire_core.query.evidence import document_header, final_answer
 
 INJECTED = (
     "<title>Alpha</title><h1>Alpha facts</h1><p>First fact about alpha. Second fact about alpha.</p>"

@@ -20,7 +20,8 @@ from spire_core import (
     seeds,
 )
 from spire_core.errors import DocumentTooLargeError, NotHTMLError
-from spire_core.parse import parse_html
+from spire_core.reading.parse import parse_html
+from spire_runtime.pages import declared_kind_of
 
 EXAMPLE_PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
 
@@ -185,8 +186,14 @@ def test_parse_page_reads_markdown_as_markdown() -> None:
         ({}, None),
     ],
 )
-def test_declared_kind(metadata: dict[str, str], kind: str | None) -> None:
-    assert declared_kind(metadata) == kind
+def test_declared_kind_of_framework_metadata(metadata: dict[str, str], kind: str | None) -> None:
+    assert declared_kind_of(metadata) == kind
+
+
+def test_declared_kind() -> None:
+    assert declared_kind(media_type="text/markdown; charset=utf-8") == "markdown"
+    assert declared_kind(file_name="a/b.HTM?x=1") == "html"
+    assert declared_kind(media_type="image/png", file_name="x.bin") is None
 
 
 def test_a_page_declared_html_without_tags_warns() -> None:

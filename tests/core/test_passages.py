@@ -24,8 +24,8 @@ from spire_core import (
 )
 from spire_core.context.policy import MAX_CONTEXT_CHARS
 from spire_core.errors import PathFormatError
+from spire_core.indexing.passages import PassageHit, decode_members, encode_members, expand, passages, sentence_search
 from spire_core.options import Unit
-from spire_core.passages import PassageHit, decode_members, encode_members, expand, passages, sentence_search
 
 from .strategies import html_pages, sentence_with
 

@@ -26,7 +26,7 @@ from spire_core import (
     subdoc,
     up,
 )
-from spire_core.paths import down_indices, encode_path_sets, link_order, up_indices
+from spire_core.document.paths import down_indices, encode_path_sets, link_order, up_indices
 from tests.core.strategies import html_pages, tree
 from tests.core.test_document import LISTING_1, LISTING_2_TREE
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from spire_core import Document, Sentence, encode_paths, parse_html, render, sentences
-from spire_core.document import INLINE_TAGS, SENTENCE_BEG, SENTENCE_END
-from spire_core.sentences import sentence_index, sentence_indices
+from spire_core.document.tree import INLINE_TAGS, SENTENCE_BEG, SENTENCE_END
+from spire_core.reading.sentences import sentence_index, sentence_indices
 from tests.core.strategies import html_pages, inline_html, sentence_with, tree
 
 ROOT = FsPath(__file__).resolve().parents[2]
@@ -102,7 +102,7 @@ def test_ordinary_sentences_split() -> None:
 def test_a_long_text_reaches_punkt_in_pieces_cut_after_sentence_ends(monkeypatch: pytest.MonkeyPatch) -> None:
     """NLTK stops Punkt's regular expressions after 5 s of wall clock: one 1.2 MB paragraph of
     200,000 short sentences raised its TimeoutError out of ``parse_html``."""
-    from spire_core import punkt
+    from spire_core.reading import punkt
 
     seen: list[int] = []
     spans = punkt._spans
@@ -114,7 +114,7 @@ def test_a_long_text_reaches_punkt_in_pieces_cut_after_sentence_ends(monkeypatch
 
 
 def test_a_piece_cut_inside_a_word_joins_its_halves() -> None:
-    from spire_core.punkt import MAX_PUNKT_CHARS, sentence_spans
+    from spire_core.reading.punkt import MAX_PUNKT_CHARS, sentence_spans
 
     word = "x" * (2 * MAX_PUNKT_CHARS)
     text = f"First one. {word}. Last one."
@@ -122,7 +122,8 @@ def test_a_piece_cut_inside_a_word_joins_its_halves() -> None:
 
 
 def test_punkt_giving_up_is_a_typed_error_naming_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    from spire_core import SegmentationError, punkt
+    from spire_core import SegmentationError
+    from spire_core.reading import punkt
 
     def stalled(text: str, language: str) -> list[tuple[int, int]]:
         raise TimeoutError("regular-expression match exceeded its 5.0s time limit")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spire_core import Hit, aggregate, approx_tokens, parse_html, seeds
-from spire_core.sources import cite_sources, numbered
+from spire_core.results.sources import cite_sources, numbered
 
 PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
 

@@ -27,8 +27,8 @@ from spire_core import (
     render,
     seeds,
 )
-from spire_core.table_view import SHAPES, _cell_of, _Lexicon, question_shape, table_views
-from spire_core.tables import CELL_TAGS, grid
+from spire_core.document.tables import CELL_TAGS, grid
+from spire_core.query.table_views import SHAPES, _cell_of, _Lexicon, question_shape, table_views
 from tests.core.strategies import html_pages
 
 NAMES = [

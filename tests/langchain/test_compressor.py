@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_openai import ChatOpenAI
 
 from spire_core import EvidenceFilterError, decode_paths, global_context, render
-from spire_core.evidence import build_prompt, build_views
+from spire_core.query.evidence import build_prompt, build_views
 from spire_langchain import SpireEvidenceFilter, SpireRetriever, citations_of
 from tests.support.openai_stub import OpenAIStub
 

@@ -18,7 +18,7 @@ from spire_core import (
     seeds,
     unit_id,
 )
-from spire_core.results import members_of
+from spire_core.results.schema import members_of
 from spire_langchain import SpireTransformer
 from spire_langchain._source import source_id
 

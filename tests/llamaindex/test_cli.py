@@ -176,8 +176,8 @@ def test_index_reads_each_page_when_it_reaches_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import spire_llamaindex.index as index_module
-    from spire_core.options import DEFAULT_BATCH_PAGES
     from spire_llamaindex.parser import SpireNodeParser
+    from spire_runtime.defaults import DEFAULT_BATCH_PAGES
 
     pages = tmp_path / "pages"
     pages.mkdir()

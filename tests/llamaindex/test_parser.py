@@ -26,7 +26,7 @@ from spire_core import (
     seeds,
     text_to_html,
 )
-from spire_core.results import members_of
+from spire_core.results.schema import members_of
 from spire_llamaindex import SPIRE_KEYS, SourceDocuments, SpireNodeParser, read_page, store_sources
 from spire_llamaindex._source import is_plain_text
 

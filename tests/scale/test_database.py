@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.engine import make_url
 
-from spire_core.database import postgres_url
 from spire_core.errors import DatabaseURIError
+from spire_runtime.database import postgres_url
 
 
 @pytest.mark.parametrize("driver", ["psycopg2", "asyncpg", "psycopg"])

@@ -16,9 +16,9 @@ from llama_index.vector_stores.qdrant import QdrantVectorStore
 from qdrant_client import QdrantClient
 from qdrant_client.models import Distance, VectorParams
 
-from spire_core.options import MODEL_DIM
 from spire_langchain import SpireRetriever as LCRetriever
 from spire_llamaindex import SpireRetriever, build_index
+from spire_runtime.defaults import MODEL_DIM
 
 from .conftest import Memo
 from .test_postgres_langchain import MemoEmbeddings

@@ -9,7 +9,7 @@ from llama_index.core.vector_stores.simple import SimpleVectorStore
 from llama_index.core.vector_stores.types import VectorStoreQuery
 
 from spire_core import encode_paths
-from spire_core.results import members_of, unit_metadata, unit_of
+from spire_core.results.schema import members_of, unit_metadata, unit_of
 from spire_llamaindex.array_store import ArrayVectorStore
 
 

@@ -29,7 +29,7 @@ of one of its rows; so a prose question does not lose its sentences to tables th
 share a common word.
 
 Every delivered cell is a path set of the page (the cell's subtree), the view is rendered
-by :func:`spire_core.render` as a Markdown table under its labels, and it becomes one
+by :func:`spire_core.document.render` as a Markdown table under its labels, and it becomes one
 more citation of its page.
 
 The question's *shape* (:func:`question_shape`) comes from generic words only: ``next`` /
@@ -46,17 +46,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .aggregate import Subdocument, document_lookup, own_context, seed_indices
-from .citation import Citation
-from .context import HTML, Policy
-from .context.headers import headings
-from .context.policy import Table, inherited
-from .document import Document, Memo, Path
-from .errors import BudgetError
-from .options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
-from .render import render_indices
-from .size import SizeFn, approx_tokens
-from .tables import CELL_TAGS, Grid, grid, grid_table
+from spire_core.context import HTML, Policy
+from spire_core.context.headers import headings
+from spire_core.context.policy import Table, inherited
+from spire_core.document.render import render_indices
+from spire_core.document.tables import CELL_TAGS, Grid, grid, grid_table
+from spire_core.document.tree import Document, Memo, Path
+from spire_core.errors import BudgetError
+from spire_core.options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
+from spire_core.query.aggregate import Subdocument, document_lookup, own_context, seed_indices
+from spire_core.query.citation import Citation
+from spire_core.size import SizeFn, approx_tokens
 
 Shape = Literal["first", "last", "next", "previous", "most", "least", "none"]
 #: Tokens under which what is left of the views' share is not spent on another table.
@@ -258,7 +258,7 @@ def table_views(
     share: float = DEFAULT_TABLE_SHARE,
     tables: int = DEFAULT_TABLE_VIEWS,
 ) -> list[Subdocument]:
-    """``results`` (from :func:`spire_core.aggregate`, with the same ``size``, ``policy`` and ``fmt``)
+    """``results`` (from :func:`spire_core.query.aggregate`, with the same ``size``, ``policy`` and ``fmt``)
     with views of their best-ranked tables.
 
     The result pages' data tables are ranked by what the question names in them, then by

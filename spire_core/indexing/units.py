@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import get_args
 
-from .context import HTML, Policy
-from .decoding import DEFAULT_MAX_BYTES
-from .document import INLINE_TAGS, Document, Path
-from .options import Fmt, Unit
-from .parse import parse_page
-from .passages import passages
-from .render import render_indices
-from .sentences import sentence_indices, sentences
+from spire_core.context import HTML, Policy
+from spire_core.document.render import render_indices
+from spire_core.document.tree import INLINE_TAGS, Document, Path
+from spire_core.indexing.passages import passages
+from spire_core.options import Fmt, Unit
+from spire_core.reading.decoding import DEFAULT_MAX_BYTES
+from spire_core.reading.parse import parse_page
+from spire_core.reading.sentences import sentence_indices, sentences
 
 UNITS: tuple[Unit, ...] = get_args(Unit)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .document import Document, Memo
+from spire_core.document.tree import Document, Memo
 
 CELL_TAGS = frozenset({"td", "th"})
 MAX_SPAN = 1000

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TypeVar
 
-from .citation import Citation
-from .context import HTML, Policy
-from .document import LRU, Document, Memo, Path
-from .errors import BudgetError, UnknownPathError
-from .options import DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
-from .render import render_indices
-from .size import SizeFn
+from spire_core.context import HTML, Policy
+from spire_core.document.render import render_indices
+from spire_core.document.tree import LRU, Document, Memo, Path
+from spire_core.errors import BudgetError, UnknownPathError
+from spire_core.options import DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
+from spire_core.query.citation import Citation
+from spire_core.size import SizeFn
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import charset_normalizer
 
-from .errors import DocumentTooLargeError, NotHTMLError
+from spire_core.errors import DocumentTooLargeError, NotHTMLError
 
 #: Default ceiling on the size of one input page (bytes, or characters for ``str``).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024

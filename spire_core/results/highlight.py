@@ -21,11 +21,11 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 
-from .citation import Citation
-from .document import INLINE_TAGS, SENTINELS, Document
-from .errors import UnknownPathError
-from .parse import parse_html
-from .paths import down_indices
+from spire_core.document.paths import down_indices
+from spire_core.document.tree import INLINE_TAGS, SENTINELS, Document
+from spire_core.errors import UnknownPathError
+from spire_core.query.citation import Citation
+from spire_core.reading.parse import parse_html
 
 log = logging.getLogger(__name__)
 

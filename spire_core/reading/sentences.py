@@ -21,8 +21,18 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .document import HEADING_LEVELS, INLINE_TAGS, SENTENCE_BEG, SENTENCE_END, Document, Element, Memo, Path, gc_paused
-from .punkt import sentence_spans
+from spire_core.document.tree import (
+    HEADING_LEVELS,
+    INLINE_TAGS,
+    SENTENCE_BEG,
+    SENTENCE_END,
+    Document,
+    Element,
+    Memo,
+    Path,
+    gc_paused,
+)
+from spire_core.reading.punkt import sentence_spans
 
 #: Blocks whose text is one unit: never split into several sentences.
 UNSPLIT_TAGS = frozenset({"pre", "dt", "th", "caption", "title"}) | frozenset(HEADING_LEVELS)

@@ -19,17 +19,17 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from .aggregate import Documents, Subdocument, document_lookup
-from .citation import Citation
-from .context import HTML, Policy
-from .document import Document, Path
-from .errors import EvidenceFilterError
-from .local import local_context_indices
-from .options import DEFAULT_SIZE, DEFAULT_TARGET, OnError
-from .paths import down_indices
-from .render import render_indices
-from .sentences import sentence_index
-from .size import SizeFn
+from spire_core.context import HTML, Policy
+from spire_core.document.paths import down_indices
+from spire_core.document.render import render_indices
+from spire_core.document.tree import Document, Path
+from spire_core.errors import EvidenceFilterError
+from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, OnError
+from spire_core.query.aggregate import Documents, Subdocument, document_lookup
+from spire_core.query.citation import Citation
+from spire_core.query.local import local_context_indices
+from spire_core.reading.sentences import sentence_index
+from spire_core.size import SizeFn
 
 log = logging.getLogger(__name__)
 

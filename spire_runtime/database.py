@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import DatabaseURIError
+from spire_core.errors import DatabaseURIError
 
 _SCHEMES = ("postgresql", "postgres")
 

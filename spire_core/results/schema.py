@@ -14,16 +14,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from .aggregate import Documents, Subdocument, document_lookup
-from .citation import Citation
-from .context import HTML, Policy, global_context
-from .document import Path
-from .evidence import Selection
-from .options import DEFAULT_SIZE, Fmt
-from .passages import decode_members, encode_members
-from .paths import decode_paths, encode_path_sets, encode_paths
-from .render import render
-from .size import SizeFn
+from spire_core.context import HTML, Policy, global_context
+from spire_core.document.paths import decode_paths, encode_path_sets, encode_paths
+from spire_core.document.render import render
+from spire_core.document.tree import Path
+from spire_core.indexing.passages import decode_members, encode_members
+from spire_core.options import DEFAULT_SIZE, Fmt
+from spire_core.query.aggregate import Documents, Subdocument, document_lookup
+from spire_core.query.citation import Citation
+from spire_core.query.evidence import Selection
+from spire_core.size import SizeFn
 
 #: the page (source document) id
 DOC_ID = "spire_doc_id"

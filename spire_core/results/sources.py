@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .aggregate import Documents, Subdocument, document_lookup
-from .citation import Citation
-from .context import HTML, Policy, global_context
-from .options import DEFAULT_SIZE, Fmt
-from .render import render
-from .size import SizeFn
+from spire_core.context import HTML, Policy, global_context
+from spire_core.document.render import render
+from spire_core.options import DEFAULT_SIZE, Fmt
+from spire_core.query.aggregate import Documents, Subdocument, document_lookup
+from spire_core.query.citation import Citation
+from spire_core.size import SizeFn
 
 
 @dataclass(frozen=True)

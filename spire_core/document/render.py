@@ -17,10 +17,10 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .document import HEADING_LEVELS, INLINE_TAGS, LRU, SENTINELS, Document, Memo, Path
-from .options import Fmt
-from .paths import link_indices, link_order
-from .tables import Grid, grid
+from spire_core.document.paths import link_indices, link_order
+from spire_core.document.tables import Grid, grid
+from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, LRU, SENTINELS, Document, Memo, Path
+from spire_core.options import Fmt
 
 _BACKTICKS = re.compile(r"`+")
 _TIGHT = frozenset({"li", "dt", "dd"})

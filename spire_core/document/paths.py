@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .document import Document, Element, Path
-from .errors import PathFormatError
+from spire_core.document.tree import Document, Element, Path
+from spire_core.errors import PathFormatError
 
 PathSet = frozenset[Path]
 

@@ -7,7 +7,7 @@ title, the headings, a list's label and a table's header row are paid once per p
 instead of once per sentence (a table's rows are packed under one header rendering). The
 passage keeps its members' seed path sets: at query time :func:`expand` turns passage
 hits back into sentence hits (each member inherits its passage's score), which
-:func:`~spire_core.aggregate` merges per page as usual, so every citation is still a
+:func:`~spire_core.query.aggregate` merges per page as usual, so every citation is still a
 sentence's path set into the source page.
 
 Packing never crosses a heading. The cap is counted on the passage's own and context text
@@ -26,17 +26,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .aggregate import INDICES_MEMO_SIZE, Documents, Hit, Search
-from .context import HTML, Policy
-from .context.headers import headings
-from .context.policy import over_bounds
-from .document import LRU, Document, Memo, Path
-from .errors import PathFormatError, UnknownPathError
-from .options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
-from .paths import down_indices
-from .render import render_indices
-from .sentences import Sentence, sentence_indices, sentences
-from .size import SizeFn, model_tokens
+from spire_core.context import HTML, Policy
+from spire_core.context.headers import headings
+from spire_core.context.policy import over_bounds
+from spire_core.document.paths import down_indices
+from spire_core.document.render import render_indices
+from spire_core.document.tree import LRU, Document, Memo, Path
+from spire_core.errors import PathFormatError, UnknownPathError
+from spire_core.options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
+from spire_core.query.aggregate import INDICES_MEMO_SIZE, Documents, Hit, Search
+from spire_core.reading.sentences import Sentence, sentence_indices, sentences
+from spire_core.size import SizeFn, model_tokens
 
 #: How the members of one passage hit are ordered: by document order, or by how many of
 #: the question's words each holds (ties in document order).
@@ -192,7 +192,7 @@ def expand(
     """Sentence hits from ranked passage hits: members inherit their passage's score and rank.
 
     With ``limit``, only as many whole passages, best first, as it takes to reach ``limit``
-    sentence hits are expanded (what :func:`~spire_core.aggregate` asks of a search for
+    sentence hits are expanded (what :func:`~spire_core.query.aggregate` asks of a search for
     its top ``limit``): aggregation's work then grows with the budget it fills, not with
     the passages searched, and its growing prefix stays a prefix.
 

@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import SpireError
+from spire_core.errors import SpireError
 
 #: ``"auto"``: bfloat16 where the CPU computes it natively (AVX512-BF16 or AMX), else float32.
 Precision = Literal["auto", "fp32", "bf16"]
@@ -130,7 +130,7 @@ def onnx_model_dir(cache: Path | None = None) -> Path:
     try:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         done = subprocess.run(
-            [sys.executable, "-m", "spire_core.model", str(source), str(work)],
+            [sys.executable, "-m", "spire_runtime.model", str(source), str(work)],
             env=env,
             capture_output=True,
             text=True,

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .document import Path
-from .paths import decode_paths, encode_paths
+from spire_core.document.paths import decode_paths, encode_paths
+from spire_core.document.tree import Path
 
 
 @dataclass(frozen=True)

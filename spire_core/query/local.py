@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .context import HTML, Policy
-from .document import INLINE_TAGS, SENTINELS
-from .errors import BudgetError
-from .paths import down_indices
-from .render import render_indices
-from .sentences import SentenceIndex, sentence_index
+from spire_core.context import HTML, Policy
+from spire_core.document.paths import down_indices
+from spire_core.document.render import render_indices
+from spire_core.document.tree import INLINE_TAGS, SENTINELS
+from spire_core.errors import BudgetError
+from spire_core.reading.sentences import SentenceIndex, sentence_index
 
 if TYPE_CHECKING:
-    from .document import Document, Path
+    from spire_core.document.tree import Document, Path
 
 
 def local_context(

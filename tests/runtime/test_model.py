@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from spire_core import SpireError
-from spire_core.model import (
+from spire_core.options import MODEL_WINDOW
+from spire_runtime.model import (
     ONNX_FILE,
     cache_root,
     cpu_has_bf16,
@@ -20,7 +21,6 @@ from spire_core.model import (
     onnx_threads,
     torch_dtype,
 )
-from spire_core.options import MODEL_WINDOW
 
 
 def test_model_folder_holds_a_sentence_transformers_model() -> None:

@@ -5,7 +5,7 @@ Nodes are held in document (pre-)order with parent index and subtree end, so tha
 descendants are an index range and document order is integer order. Indices are an
 implementation detail valid for one :class:`Document`; paths are the public identity.
 
-Documents are built by :mod:`spire_core.parse` (which documents cleaning and whitespace)
+Documents are built by :mod:`spire_core.reading.parse` (which documents cleaning and whitespace)
 from a tree of :class:`Element`. Structures derived from a document (heading chains, table
 grids, sentence index, ...) are kept on it through typed :class:`Memo` slots.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
-from .errors import UnknownPathError
+from spire_core.errors import UnknownPathError
 
 Path = tuple[int, ...]
 

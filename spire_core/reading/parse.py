@@ -2,7 +2,7 @@
 
 Decoding, the lxml build, cleaning, the deep-nesting fallback tokenizer and the call that
 segments the tree into sentences all happen here; the model itself is
-:mod:`spire_core.document`. Plain text and Markdown-free prose enter through
+:mod:`spire_core.document.tree`. Plain text and Markdown-free prose enter through
 :func:`parse_text`, pages of unknown kind through :func:`parse_page`.
 
 Cleaning (decided once, here): comments, processing instructions, ``script``, ``style``,
@@ -34,11 +34,11 @@ from typing import Any, ClassVar, Literal
 import lxml.etree as etree
 import lxml.html
 
-from .decoding import DEFAULT_MAX_BYTES, decode
-from .document import INLINE_TAGS, SENTINELS, Document, Element, gc_paused
-from .errors import EmptyDocumentError, SegmentationError
-from .markdown import is_markdown, markdown_to_html
-from .sentences import segment as segment_tree
+from spire_core.document.tree import INLINE_TAGS, SENTINELS, Document, Element, gc_paused
+from spire_core.errors import EmptyDocumentError, SegmentationError
+from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.reading.markdown import is_markdown, markdown_to_html
+from spire_core.reading.sentences import segment as segment_tree
 
 DROP_TAGS = frozenset(
     [
@@ -171,7 +171,7 @@ def parse_markdown(
     max_bytes: int = DEFAULT_MAX_BYTES,
     require_content: bool = False,
 ) -> Document:
-    """A :class:`Document` for a Markdown page: its CommonMark rendering (:mod:`spire_core.markdown`) parsed as HTML.
+    """A :class:`Document` for a Markdown page: its CommonMark rendering (:mod:`~spire_core.reading.markdown`) as HTML.
 
     Options and errors as :func:`parse_html`; ``max_bytes`` applies to the Markdown source.
     """
@@ -226,24 +226,13 @@ _SUFFIXES: Mapping[str, PageKind] = {
     ".markdown": "markdown",
     ".txt": "text",
 }
-#: Metadata keys (LlamaIndex readers, LangChain loaders) naming a page's media type, then its file.
-_TYPE_KEYS = ("mime_type", "file_type", "content_type")
-_NAME_KEYS = ("file_name", "file_path", "filename", "source")
-
-
-def declared_kind(metadata: Mapping[str, Any]) -> PageKind | None:
-    """What a page's metadata says it is: a media type (``mime_type``, ``file_type``, ...), else a file suffix."""
-    for key in _TYPE_KEYS:
-        value = metadata.get(key)
-        media = value.split(";")[0].strip().lower() if isinstance(value, str) else ""
-        if media in _MEDIA_TYPES:
-            return _MEDIA_TYPES[media]
-    for key in _NAME_KEYS:
-        value = metadata.get(key)
-        suffix = PurePosixPath(value.split("?")[0]).suffix.lower() if isinstance(value, str) else ""
-        if suffix in _SUFFIXES:
-            return _SUFFIXES[suffix]
-    return None
+def declared_kind(media_type: str | None = None, file_name: str | None = None) -> PageKind | None:
+    """What a page is declared to be: by its media type (``text/markdown; charset=...``), else its file suffix."""
+    media = media_type.split(";")[0].strip().lower() if media_type else ""
+    if media in _MEDIA_TYPES:
+        return _MEDIA_TYPES[media]
+    suffix = PurePosixPath(file_name.split("?")[0]).suffix.lower() if file_name else ""
+    return _SUFFIXES.get(suffix)
 
 
 def page_kind(text: str) -> PageKind:

@@ -1,0 +1,1 @@
+"""The document model: the tree, its paths and path-set operators, table layout, rendering."""

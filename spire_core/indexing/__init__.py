@@ -1,0 +1,1 @@
+"""Index units: sentence, block and passage seeds, each with its global context."""

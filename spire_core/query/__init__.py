@@ -1,0 +1,1 @@
+"""The query side: search rounds, aggregation, table views, local context, evidence filtering."""

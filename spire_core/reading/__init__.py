@@ -1,0 +1,1 @@
+"""Page reading: bytes -> Document (decoding, HTML and Markdown, sentence segmentation)."""

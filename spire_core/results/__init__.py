@@ -1,0 +1,1 @@
+"""What results carry: the metadata schema, per-page views for prompts, highlighting."""
