@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from spire_core import Document, Path, approx_tokens, parse_html
+from spire_core import Document, Path, approx_tokens, declared_kind, markdown_to_html, parse_page, text_to_html
 from spire_core.reading.decoding import decode
+from spire_core.reading.parse import PageKind, page_kind
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,12 @@ class Question:
 
 
 class Page:
-    """One HTML page of a dataset, read and parsed at most once per process."""
+    """One page of a dataset (HTML or Markdown), read and parsed at most once per process.
+
+    It is parsed the way the adapters parse a source page (:func:`spire_core.parse_page`):
+    what the page is comes from its text, so ``.md`` / ``.markdown`` pages are read as
+    Markdown and HTML pages exactly as :func:`spire_core.parse_html` reads them.
+    """
 
     def __init__(self, root: FsPath, page_id: str) -> None:
         self.id = page_id
@@ -46,13 +52,28 @@ class Page:
         return self.file.read_bytes()
 
     @cached_property
-    def html(self) -> str:
+    def text(self) -> str:
         """The decoded text (BOM, ``<meta charset>``), as SPIRE's parser decodes it."""
         return decode(self.raw).text
 
     @cached_property
+    def kind(self) -> PageKind:
+        """What :func:`spire_core.parse_page` reads the page as: ``html``, ``markdown`` or ``text``."""
+        return page_kind(self.text)
+
+    @cached_property
+    def html(self) -> str:
+        """The page as HTML (what the HTML baselines cut): a Markdown page's CommonMark rendering
+        (:func:`spire_core.markdown_to_html`, the HTML SPIRE parses it as), plain text as paragraphs."""
+        if self.kind == "markdown":
+            return markdown_to_html(self.text)
+        if self.kind == "text":
+            return text_to_html(self.text)
+        return self.text
+
+    @cached_property
     def document(self) -> Document:
-        return parse_html(self.raw, doc_id=self.id)
+        return parse_page(self.raw, doc_id=self.id, declared=declared_kind(file_name=self.id))
 
 
 @dataclass(frozen=True)

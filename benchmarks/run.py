@@ -49,7 +49,8 @@ from .systems import (
 COLUMNS = ("total", "helpful", "ratio", "answer_recall", "interpretable", "tokens", "over_budget")
 #: judge metrics shown per question class
 CLASS_COLUMNS = ("answer_recall", "interpretable")
-PAGE_SUFFIXES = (".html", ".htm", ".xhtml")
+#: page files a dataset folder is searched for (HTML and Markdown, read by ``spire_core.parse_page``)
+PAGE_SUFFIXES = (".html", ".htm", ".xhtml", ".md", ".markdown")
 
 
 # -- dataset -----------------------------------------------------------------------------
@@ -97,6 +98,11 @@ def load_dataset(file: str | Path, *, limit: int | None = None) -> Dataset:
     missing = [pid for pid, page in dataset.pages.items() if not page.file.is_file()]
     if missing:
         raise ConfigError(f"{len(missing)} corpus page(s) not found under {dataset.root}, e.g. {missing[0]}")
+    if not dataset.pages:
+        _log(
+            f"warning: {file.name} searches no page (no {'/'.join(PAGE_SUFFIXES)} file under "
+            f"{dataset.root / 'pages'} and no corpus listed): every question will go unanswered"
+        )
     return dataset
 
 
