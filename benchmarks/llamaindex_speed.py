@@ -67,12 +67,12 @@ def run(pages: Path, n_questions: int, budget: int) -> dict[str, Any]:
     from llama_index.core import StorageContext, VectorStoreIndex
     from llama_index.core.schema import MetadataMode, QueryBundle
 
-    from spire_llamaindex import SpireNodeParser, SpireRetriever, default_embed_model, html_files, read_page
+    from spire_llamaindex import SpireNodeParser, SpireRetriever, default_embeddings, html_files, read_page
     from spire_llamaindex.embedding import embed_texts
     from spire_llamaindex.index import store_sources
 
     start = time.perf_counter()
-    embed = default_embed_model()
+    embed = default_embeddings()
     embed.get_text_embedding("warm up")
     load_s = time.perf_counter() - start
     parser = SpireNodeParser()

@@ -310,6 +310,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--units-cache", default=str(DEFAULT_ROOT.parent / "units"), help="baseline units cache folder ('' disables it)"
     )
     ap.add_argument("--batch-size", type=int, default=64, help="embedding batch size")
+    ap.add_argument("--device", default="cpu", help="where the model embeds (torch device: cpu, cuda)")
     ap.add_argument(
         "--precision", choices=PRECISIONS, default="auto", help="embedding precision (auto: bf16 where the CPU has it)"
     )
@@ -351,7 +352,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None)
     out = Path(args.out)
     started = time.perf_counter()
     model = embedder or SentenceTransformerEmbedder(
-        batch_size=args.batch_size, precision=args.precision, progress=not args.no_progress
+        batch_size=args.batch_size, device=args.device, precision=args.precision, progress=not args.no_progress
     )
     cache = EmbeddingCache(model, args.cache_dir or None, progress=not args.no_progress)
     predictions, timing = run(dataset, systems, cache, budget=args.budget, progress=not args.no_progress)

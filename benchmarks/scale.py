@@ -211,10 +211,10 @@ def query_spire(
 
     from benchmarks.systems import Prediction, cite
     from spire_core.options import DEFAULT_FIRST_K
-    from spire_llamaindex import SpireRetriever, default_embed_model
+    from spire_llamaindex import SpireRetriever, default_embeddings
     from spire_llamaindex.postgres import postgres_index
 
-    model = default_embed_model()
+    model = default_embeddings()
     index = postgres_index(uri, table=table, embed_model=model)
     retriever = SpireRetriever(index, budget=budget)
     store = index.vector_store

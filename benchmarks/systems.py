@@ -1,21 +1,21 @@
 """The systems compared by the benchmark runner (the shared types are :mod:`benchmarks.common`).
 
-SPIRE systems hand a question's ranking to :func:`spire_core.query.aggregate`; the baselines
-(:mod:`benchmarks.baselines`) admit units greedily, in rank order, while they fit.
+SPIRE systems hand a question's ranking to the core query pipeline
+(:func:`spire_core.pipeline.run_query`); the baselines (:mod:`benchmarks.baselines`) admit
+units greedily, in rank order, while they fit.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
-from spire_core import HTML, NONE, Citation, Document, Policy, Subdocument, aggregate, approx_tokens, seeds
-from spire_core.indexing.passages import PassageHit, sentence_search
+from spire_core import HTML, NONE, Policy, Subdocument, approx_tokens, seeds
+from spire_core.indexing.passages import PassageHit
 from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
-from spire_core.query.table_views import table_views
-from spire_core.results.schema import subdocuments
+from spire_core.pipeline import QueryOptions, filter_results, run_query
 
 from . import baselines
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
@@ -67,7 +67,7 @@ class Spire(System):
         self.name = name
         self.policy = policy
         self.unit = unit
-        #: deliver views of the best-ranked tables (:func:`spire_core.table_view.table_views`)
+        #: deliver views of the best-ranked tables (:func:`spire_core.query.table_views.table_views`)
         self.tables = tables
 
     def units(self, page: Page) -> list[Unit]:
@@ -77,17 +77,11 @@ class Spire(System):
         ]
 
     def aggregate(self, ranking: Ranking, budget: int, pages: Mapping[str, Page], query: str) -> list[Subdocument]:
-        def documents(pid: str) -> Document:
-            return pages[pid].document
-
-        def search(n: int) -> list[PassageHit]:
+        def passages(n: int) -> list[PassageHit]:
             return [PassageHit(u.doc, u.members or (u.paths,), score) for u, score in ranking.top(n)]
 
-        hits = sentence_search(search, query=query, documents=documents, order="overlap")
-        results = aggregate(hits, documents=documents, budget=budget, size=approx_tokens, policy=self.policy)
-        if self.tables:
-            results = table_views(query, results, documents, budget=budget, size=approx_tokens, policy=self.policy)
-        return results
+        options = QueryOptions(budget=budget, size=approx_tokens, policy=self.policy, tables=self.tables)
+        return run_query(query, passages, lambda pid: pages[pid].document, options)
 
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
         results = self.aggregate(ranking, budget, pages, question.question)
@@ -96,7 +90,7 @@ class Spire(System):
 
 
 class SpireFilter(Spire):
-    """``spire`` followed by the LLM evidence filter (:func:`spire_core.evidence.select_evidence`)."""
+    """``spire`` followed by the LLM evidence filter (:func:`spire_core.pipeline.filter_results`)."""
 
     def __init__(self, llm: Callable[[str], str], *, target: int = DEFAULT_TARGET) -> None:
         super().__init__("spire-filter")
@@ -104,29 +98,16 @@ class SpireFilter(Spire):
         self.target = target
 
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
-        from spire_core.query.evidence import select_evidence
-
         results = self.aggregate(ranking, budget, pages, question.question)
         documents = {r.doc_id: pages[r.doc_id].document for r in results}
-        evidence = select_evidence(
-            question.question,
-            results,
-            documents,
-            self.llm,
-            target=self.target,
-            size=approx_tokens,
-            policy=self.policy,
-            on_error="keep",
-        )
+        options = QueryOptions(budget=budget, size=approx_tokens, policy=self.policy)
+        filtered = filter_results(question.question, results, documents, self.llm, options=options, target=self.target)
+        delivered = results if filtered.kept is None else list(filtered.kept.values())
         return Prediction(
             question.id,
-            [cite(c.doc_id, c.text, c.paths) for c in evidence.citations],
-            self.deliver(evidence.citations, documents),
+            [cite(c.doc_id, c.text, c.paths) for c in filtered.evidence.citations],
+            "\n\n".join(sub.text for sub in delivered),
         )
-
-    def deliver(self, citations: Sequence[Citation], documents: Mapping[str, Document]) -> str:
-        """The selected citations merged per page: their union with its global context, rendered once."""
-        return "\n\n".join(sub.text for sub in subdocuments(citations, documents, policy=self.policy))
 
 
 def openai_chat(

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None, *, retriever: SpireRetriever | None = No
     if retriever is None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         print(f"indexing {len(args.pages)} page(s) with the packaged all-MiniLM-L6-v2 ...", file=sys.stderr)
-        retriever = SpireRetriever.from_html(load_pages(args.pages), budget=args.budget)
+        retriever = SpireRetriever.from_documents(load_pages(args.pages), budget=args.budget)
     out = build_chain(retriever, chat_model(args)).invoke(args.question)
 
     citations = numbered_citations(out["docs"])

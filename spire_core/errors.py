@@ -48,6 +48,10 @@ class UnknownPathError(SpireError, KeyError):
         return str(self.args[0])
 
 
+class SchemaVersionError(SpireError, ValueError):
+    """Metadata written by a newer SPIRE (a ``spire_schema`` version this one does not read)."""
+
+
 class PathFormatError(SpireError, ValueError):
     """A compact path-set string could not be decoded."""
 

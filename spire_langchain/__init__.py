@@ -11,8 +11,9 @@ from spire_core import MissingSourceError
 
 from ._source import citations_of, source_id
 from .compressor import SpireEvidenceFilter
+from .embeddings import default_embeddings
 from .format import numbered_citations
-from .retriever import SpireRetriever, default_embeddings
+from .retriever import SpireRetriever
 from .transformer import SpireTransformer
 
 __all__ = [

@@ -33,7 +33,7 @@ def page_loader(docstore: BaseStore[str, LCDocument]) -> Callable[[str], str]:
         if found is None:
             raise MissingSourceError(
                 "the source page is not in the docstore: index pages with SpireRetriever.add_documents "
-                "(or from_html), or mset the source Documents under their ids",
+                "(or from_documents), or mset the source Documents under their ids",
                 doc_id=doc_id,
             )
         return found.page_content

@@ -14,22 +14,11 @@ from langchain_core.runnables import Runnable
 from langchain_core.stores import BaseStore
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from spire_core import (
-    HTML,
-    DocumentCache,
-    Evidence,
-    PathFormatError,
-    Policy,
-    Subdocument,
-    aselect_evidence,
-    from_metadata,
-    select_evidence,
-    subdocuments,
-)
+from spire_core import HTML, DocumentCache, PathFormatError, Policy, Subdocument, from_metadata
 from spire_core import Document as SpireDocument
 from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
-from spire_core.results.schema import DOC_ID, FILTER, filter_report
-from spire_core.size import SizeFn
+from spire_core.pipeline import Filtered, QueryOptions, afilter_results, arrange, filter_results
+from spire_core.results.schema import FILTER
 
 from ._source import page_loader
 from .retriever import SpireRetriever, result_document
@@ -53,8 +42,8 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
     ``on_error="raise"`` raises :class:`spire_core.EvidenceFilterError`. Documents that
     did not come from a SPIRE retriever pass through unchanged.
 
-    The parsed pages come from ``documents`` (share :attr:`SpireRetriever.documents`, see
-    :meth:`from_retriever`) or are loaded from ``docstore``.
+    The parsed pages come from the retriever given as ``source`` (or ``documents``), or are
+    loaded from a ``docstore``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -80,104 +69,98 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
             raise ValueError("SpireEvidenceFilter needs documents (e.g. retriever.documents) or a docstore")
         return self
 
-    @classmethod
-    def from_retriever(
-        cls,
-        retriever: SpireRetriever,
-        llm: Runnable[Any, Any],
-        *,
-        target: int = DEFAULT_TARGET,
-        size: SizeFn | None = None,
-        policy: Policy | None = None,
-        fmt: Fmt | None = None,
-        on_error: OnError = "keep",
-    ) -> SpireEvidenceFilter:
-        """A filter sharing ``retriever``'s parsed pages (and, unless given, its size, policy and format)."""
-        return cls(
-            llm=llm,
-            documents=retriever.documents,
-            target=target,
-            size=retriever.size if size is None else size,
-            policy=retriever.policy if policy is None else policy,
-            fmt=retriever.fmt if fmt is None else fmt,
-            on_error=on_error,
-        )
+    def __init__(
+        self,
+        llm: Runnable[Any, Any] | None = None,
+        source: SpireRetriever | BaseStore[str, LCDocument] | None = None,
+        /,
+        **fields: Any,
+    ) -> None:
+        """``SpireEvidenceFilter(llm, source)``, as in ``spire_llamaindex``: ``source`` is the retriever
+        (sharing its parsed pages and, unless given, its size, policy and format) or the docstore of
+        the source pages. The fields may also be given by name (``llm=``, ``documents=``, ``docstore=``)."""
+        if llm is not None:
+            fields["llm"] = llm
+        if isinstance(source, SpireRetriever):
+            fields.setdefault("documents", source.documents)
+            for name in ("size", "policy", "fmt"):
+                if fields.get(name) is None:
+                    fields[name] = getattr(source, name)
+        elif source is not None:
+            fields["docstore"] = source
+        super().__init__(**{k: v for k, v in fields.items() if v is not None})
 
     # -- LangChain Documents <-> SPIRE results ----------------------------------------------
-    def _results(self, documents: Sequence[LCDocument]) -> tuple[list[LCDocument], list[Subdocument], list[LCDocument]]:
-        spire: list[LCDocument] = []
-        results: list[Subdocument] = []
-        other: list[LCDocument] = []
-        for doc in documents:
-            try:
-                sub = from_metadata(doc.metadata, doc.page_content, size=self.size)
-            except PathFormatError as err:
-                log.warning("evidence filter: %s: the document passes through unfiltered", err)
-                sub = None
-            else:
-                if sub is None:
-                    log.warning("evidence filter: a document without SPIRE metadata passes through unfiltered")
-            if sub is None:
-                other.append(doc)
-                continue
-            results.append(sub)
-            spire.append(doc)
-        return spire, results, other
+    def _result(self, doc: LCDocument) -> Subdocument | None:
+        """The SPIRE result ``doc`` stands for; None for other documents (they pass through unfiltered)."""
+        try:
+            return from_metadata(doc.metadata, doc.page_content, size=self.size)
+        except PathFormatError:
+            return None
 
-    def _documents(self, inputs: list[LCDocument], results: list[Subdocument], evidence: Evidence) -> list[LCDocument]:
-        report = filter_report(evidence.selection)
-        if not evidence.selection.ok:
-            return [
-                LCDocument(id=d.id, page_content=d.page_content, metadata={**d.metadata, FILTER: report})
-                for d in inputs
-            ]
-        scores = {sub.doc_id: sub.score for sub in reversed(results)}  # the first result's score per page
-        chosen = {
-            sub.doc_id: sub
-            for sub in subdocuments(
-                evidence.citations, self._pages, policy=self.policy, fmt=self.fmt, size=self.size, scores=scores
-            )
-        }
-        out: list[LCDocument] = []
-        for doc in inputs:
-            sub = chosen.pop(doc.metadata[DOC_ID], None)
-            if sub is not None:
-                kept = result_document(sub, doc)
-                kept.metadata[FILTER] = report
-                out.append(kept)
-        return out
+    def _results(self, documents: Sequence[LCDocument]) -> list[Subdocument]:
+        results = []
+        for doc in documents:
+            sub = self._result(doc)
+            if sub is None:
+                log.warning("evidence filter: a document without SPIRE metadata passes through unfiltered")
+            else:
+                results.append(sub)
+        return results
 
     # -- the compressor ---------------------------------------------------------------------
-    def _options(self) -> dict[str, Any]:
-        return {"target": self.target, "size": self.size, "policy": self.policy, "on_error": self.on_error}
+    @property
+    def options(self) -> QueryOptions:
+        return QueryOptions(size=self.size, policy=self.policy, fmt=self.fmt)
+
+    def _documents(self, documents: Sequence[LCDocument], filtered: Filtered) -> list[LCDocument]:
+        out: list[LCDocument] = []
+        for doc, chosen in arrange(documents, self._result, filtered):
+            if chosen is not None:
+                kept = result_document(chosen, doc)
+                kept.metadata[FILTER] = filtered.report
+                out.append(kept)
+            elif self._result(doc) is not None:  # the filter could not be used: the result stands
+                out.append(
+                    LCDocument(
+                        id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, FILTER: filtered.report}
+                    )
+                )
+            else:
+                out.append(doc)
+        return out
 
     def compress_documents(
         self, documents: Sequence[LCDocument], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[LCDocument]:
         """The pages restricted to the sentences the model chose (pages with none are dropped)."""
-        spire, results, other = self._results(documents)
+        results = self._results(documents)
         if not results:
-            return list(other)
+            return list(documents)
 
         def ask(prompt: str) -> str:
             return _text(self.llm.invoke(prompt, config={"callbacks": callbacks}))
 
-        evidence = select_evidence(query, results, self._pages, ask, **self._options())
-        return [*self._documents(spire, results, evidence), *other]
+        filtered = filter_results(
+            query, results, self._pages, ask, options=self.options, target=self.target, on_error=self.on_error
+        )
+        return self._documents(documents, filtered)
 
     async def acompress_documents(
         self, documents: Sequence[LCDocument], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[LCDocument]:
         """Async :meth:`compress_documents` (the model is awaited)."""
-        spire, results, other = self._results(documents)
+        results = self._results(documents)
         if not results:
-            return list(other)
+            return list(documents)
 
         async def ask(prompt: str) -> str:
             return _text(await self.llm.ainvoke(prompt, config={"callbacks": callbacks}))
 
-        evidence = await aselect_evidence(query, results, self._pages, ask, **self._options())
-        return [*self._documents(spire, results, evidence), *other]
+        filtered = await afilter_results(
+            query, results, self._pages, ask, options=self.options, target=self.target, on_error=self.on_error
+        )
+        return self._documents(documents, filtered)
 
 
 def _text(answer: Any) -> str:

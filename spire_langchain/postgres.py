@@ -20,7 +20,8 @@ from spire_core.options import DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS
 from spire_runtime.database import postgres_url
 from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 
-from .retriever import SpireRetriever, default_embeddings
+from .embeddings import default_embeddings
+from .retriever import SpireRetriever
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document as LCDocument

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, get_args
 
@@ -11,7 +10,7 @@ from langchain_core.documents import BaseDocumentTransformer
 from langchain_core.documents import Document as LCDocument
 from langchain_core.runnables.config import RunnableConfig, run_in_executor
 
-from spire_core import HTML, NONE, Policy, parse_page, seeds, unit_id
+from spire_core import HTML, Policy, parse_page, seeds, unit_id
 from spire_core import Document as SpireDocument
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
 from spire_core.results.schema import unit_metadata, unit_namespace, user_metadata
@@ -33,8 +32,8 @@ class SpireTransformer(BaseDocumentTransformer):
     encoded path set), ``spire_begin`` and, for a passage, ``spire_members`` (its sentences,
     which the retriever cites) (:mod:`spire_core.results.schema`, the keys ``spire_llamaindex`` writes too);
     ``id`` is :func:`spire_core.unit_id` of the source id and the seed's path set, so
-    re-indexing a page upserts instead of duplicating. ``policy=NONE`` embeds bare units
-    (``include_global_context=False`` is its deprecated spelling). Plain text is read with
+    re-indexing a page upserts instead of duplicating. ``policy=NONE`` embeds bare units.
+    Plain text is read with
     :func:`spire_core.parse_text`; binary input raises :class:`spire_core.NotHTMLError`.
     """
 
@@ -44,21 +43,12 @@ class SpireTransformer(BaseDocumentTransformer):
         policy: Policy = HTML,
         unit: Unit = DEFAULT_UNIT,
         fmt: Fmt = "markdown",
-        include_global_context: bool | None = None,
         id_namespace: str = "",
     ) -> None:
         if unit not in get_args(Unit):
             raise ValueError(f"unit must be one of {get_args(Unit)}, not {unit!r}")
         if fmt not in get_args(Fmt):
             raise ValueError(f"fmt must be one of {get_args(Fmt)}, not {fmt!r}")
-        if include_global_context is not None:
-            warnings.warn(
-                "include_global_context is deprecated: pass policy=spire_core.NONE for bare units",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if not include_global_context:
-                policy = NONE
         self.policy = policy
         self.unit = unit
         self.fmt = fmt

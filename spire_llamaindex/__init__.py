@@ -14,7 +14,7 @@ from spire_core.results.schema import SPIRE_KEYS
 
 if TYPE_CHECKING:
     from ._source import SourceDocuments
-    from .embedding import default_embed_model
+    from .embedding import default_embeddings
     from .index import (
         IndexUpdate,
         build_index,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 #: where each public name lives: imported on first use, so ``spire --help`` starts without LlamaIndex
 _LAZY = {
     "SourceDocuments": "._source",
-    "default_embed_model": ".embedding",
+    "default_embeddings": ".embedding",
     **dict.fromkeys(
         [
             "IndexUpdate",
@@ -77,7 +77,7 @@ __all__ = [
     "StoreError",
     "build_index",
     "citations_of",
-    "default_embed_model",
+    "default_embeddings",
     "default_storage_context",
     "html_files",
     "load_store",

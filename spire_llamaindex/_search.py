@@ -40,11 +40,11 @@ class Ranking:
     :data:`QUERY_TRIES` times in all; after that, what was found is returned. (A fetch from
     LlamaIndex's ``SimpleKVStore`` tests for a key, then reads it: a delete between the two
     raises ``KeyError``. SPIRE's ``PackedKVStore`` reads once.)
-    ``retriever_kwargs`` are ``VectorIndexRetriever``'s (filters, query mode, ...).
+    ``search_kwargs`` are ``VectorIndexRetriever``'s (filters, query mode, ...).
     """
 
     def __init__(
-        self, index: VectorStoreIndex, bundle: QueryBundle, k: int, retriever_kwargs: dict[str, Any], *, first: int
+        self, index: VectorStoreIndex, bundle: QueryBundle, k: int, search_kwargs: dict[str, Any], *, first: int
     ) -> None:
         self.widest = k
         #: the ranks the vector query asks for
@@ -56,7 +56,7 @@ class Ranking:
             callback_manager=index._callback_manager,
             object_map=index._object_map,
             similarity_top_k=self.asked,
-            **retriever_kwargs,
+            **search_kwargs,
         )
         self.bundle = bundle
         self.tries = 0

@@ -127,7 +127,7 @@ def _index(args: argparse.Namespace) -> int:
     if args.db is not None:
         return _index_db(args)
 
-    from .embedding import default_embed_model
+    from .embedding import default_embeddings
     from .index import PAGE_SUFFIXES, build_index, page_files, remove_documents, update_index
     from .parser import SpireNodeParser
     from .store import MANIFEST, StoreError, load_store, parser_settings, save_store
@@ -148,7 +148,7 @@ def _index(args: argparse.Namespace) -> int:
     documents = _Pages(files, pages, max_bytes=parser.max_bytes)
     failed = documents.failed
     progress = not args.quiet
-    embed = default_embed_model()
+    embed = default_embeddings()
     previous: list[str] = []
     if exists and not args.rebuild:
         opened = load_store(store, embed_model=embed)

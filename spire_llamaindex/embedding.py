@@ -22,7 +22,7 @@ BATCH_TOKENS = 2048
 
 
 @lru_cache(maxsize=4)
-def default_embed_model(
+def default_embeddings(
     *,
     batch_size: int = 32,
     device: str | None = None,

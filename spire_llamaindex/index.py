@@ -104,9 +104,9 @@ def settings_embed_model() -> BaseEmbedding:
     chosen = Settings._embed_model  # set by the application, or None: never resolved here
     if chosen is not None:
         return chosen
-    from .embedding import default_embed_model
+    from .embedding import default_embeddings
 
-    return default_embed_model()
+    return default_embeddings()
 
 
 def update_index(

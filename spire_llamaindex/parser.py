@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator, model_validator
+from llama_index.core.bridge.pydantic import Field, field_serializer, field_validator
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.node_parser.node_utils import default_id_func
 from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
-from spire_core import HTML, NONE, Policy, SpireError, policy_named, seeds, unit_id
+from spire_core import HTML, Policy, SpireError, policy_named, seeds, unit_id
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.results.schema import SPIRE_KEYS, unit_metadata, user_metadata
@@ -54,11 +53,6 @@ class SpireNodeParser(NodeParser):
     fmt: Fmt = Field(default="markdown", description="Rendering of node text.")
     boilerplate: bool = Field(default=True, description="Drop site chrome (navigation, footers, ...).")
     max_bytes: int = Field(default=DEFAULT_MAX_BYTES, description="Largest page accepted (bytes).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _deprecated_options(cls, data: Any) -> Any:
-        return without_global_context_flag(data)
 
     @field_serializer("policy")
     def _policy_name(self, policy: Policy) -> str:
@@ -160,21 +154,6 @@ def _neighbour(node: TextNode) -> RelatedNodeInfo:
     info = node.as_related_node_info()
     info.metadata = {k: v for k, v in info.metadata.items() if k not in SPIRE_KEYS}
     return info
-
-
-def without_global_context_flag(data: Any) -> Any:
-    """Options with the deprecated ``include_global_context`` turned into ``policy`` (False: ``NONE``)."""
-    if not isinstance(data, dict) or "include_global_context" not in data:
-        return data
-    warnings.warn(
-        "include_global_context is deprecated: pass policy=spire_core.NONE for bare units",
-        DeprecationWarning,
-        stacklevel=4,
-    )
-    data = dict(data)
-    if not data.pop("include_global_context"):
-        data["policy"] = NONE
-    return data
 
 
 def spire_decoded(source: BaseNode, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:

@@ -93,9 +93,9 @@ def postgres_index(
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
 
     if embed_model is None:
-        from spire_llamaindex import default_embed_model
+        from spire_llamaindex import default_embeddings
 
-        embed_model = default_embed_model()
+        embed_model = default_embeddings()
     return VectorStoreIndex(
         nodes=[],
         storage_context=postgres_storage(uri, table=table, embed_dim=embed_dim, hnsw=hnsw),

@@ -11,9 +11,10 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
-from spire_core import HTML, Evidence, Policy, Subdocument, aselect_evidence, select_evidence, subdocuments
+from spire_core import HTML, Policy, Subdocument
 from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
-from spire_core.results.schema import FILTER, filter_report
+from spire_core.pipeline import Filtered, QueryOptions, afilter_results, arrange, filter_results
+from spire_core.results.schema import FILTER
 from spire_core.size import SizeFn
 
 from ._source import SourceDocuments, log
@@ -100,8 +101,9 @@ class SpireEvidenceFilter(BaseNodePostprocessor):
             raise ValueError("SpireEvidenceFilter needs the query: postprocess_nodes(nodes, query_str=...)")
         return query_bundle.query_str
 
-    def _options(self) -> dict[str, Any]:
-        return {"target": self.target, "size": self.size, "policy": self.policy, "on_error": self.on_error}
+    @property
+    def options(self) -> QueryOptions:
+        return QueryOptions(size=self.size, policy=self.policy, fmt=self.fmt)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -114,7 +116,10 @@ class SpireEvidenceFilter(BaseNodePostprocessor):
         def ask(prompt: str) -> str:
             return self.llm.complete(prompt).text
 
-        return self._apply(nodes, select_evidence(query, subs, self.sources, ask, **self._options()))
+        filtered = filter_results(
+            query, subs, self.sources, ask, options=self.options, target=self.target, on_error=self.on_error
+        )
+        return self._apply(nodes, filtered)
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -127,34 +132,22 @@ class SpireEvidenceFilter(BaseNodePostprocessor):
         async def ask(prompt: str) -> str:
             return (await self.llm.acomplete(prompt)).text
 
-        return self._apply(nodes, await aselect_evidence(query, subs, self.sources, ask, **self._options()))
+        filtered = await afilter_results(
+            query, subs, self.sources, ask, options=self.options, target=self.target, on_error=self.on_error
+        )
+        return self._apply(nodes, filtered)
 
-    def _apply(self, nodes: Sequence[NodeWithScore], evidence: Evidence) -> list[NodeWithScore]:
-        report = filter_report(evidence.selection)
-        if not evidence.selection.ok:  # degraded: select_evidence logged why; keep everything
-            return [_with_metadata(n, {FILTER: report}) if subdocument_of(n) else n for n in nodes]
-        retrieved = [sub for n in nodes if (sub := subdocument_of(n)) is not None]
-        scores = {sub.doc_id: sub.score for sub in reversed(retrieved)}  # the first result's score per page
-        kept = {
-            sub.doc_id: sub
-            for sub in subdocuments(
-                evidence.citations, self.sources, policy=self.policy, fmt=self.fmt, size=self.size, scores=scores
-            )
-        }
+    def _apply(self, nodes: Sequence[NodeWithScore], filtered: Filtered) -> list[NodeWithScore]:
         out: list[NodeWithScore] = []
-        for n in nodes:
-            sub = subdocument_of(n)
-            if sub is None:
-                out.append(n)
-            elif sub.doc_id in kept:
-                out.append(self._node(kept.pop(sub.doc_id), report))
-        if not any(subdocument_of(n) for n in out):
-            log.info("SpireEvidenceFilter: the model selected no evidence (%r)", evidence.selection.raw[:200])
+        for node, chosen in arrange(nodes, subdocument_of, filtered):
+            if chosen is not None:
+                source, source_hash = self.sources.source(chosen.doc_id)
+                out.append(result_node(chosen, source, source_hash=source_hash, extra={FILTER: filtered.report}))
+            elif subdocument_of(node) is not None:  # the filter could not be used: the result stands
+                out.append(_with_metadata(node, {FILTER: filtered.report}))
+            else:
+                out.append(node)
         return out
-
-    def _node(self, sub: Subdocument, report: dict[str, Any]) -> NodeWithScore:
-        source, source_hash = self.sources.source(sub.doc_id)
-        return result_node(sub, source, source_hash=source_hash, extra={FILTER: report})
 
 
 def _with_metadata(node: NodeWithScore, extra: dict[str, Any]) -> NodeWithScore:

@@ -267,11 +267,11 @@ def ray_index(
     refs, base = _page_refs(pages, root)
     target = _Target(uri, table, embed_dim)
     if embed_model is None:
-        from spire_llamaindex import default_embed_model
+        from spire_llamaindex import default_embeddings
         from spire_runtime.model import onnx_model_dir
 
         onnx_model_dir()  # the default model's export, made here once rather than by each worker at once
-        embed_model = default_embed_model
+        embed_model = default_embeddings
     _stores(target)  # create the tables once, before workers race to
     started = False
     if not ray.is_initialized():

@@ -11,7 +11,7 @@ from spire_core import HTML, NONE, SpireError
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE
 from spire_core.size import SizeFn
 
-from .embedding import DEFAULT_MODEL, default_embed_model
+from .embedding import DEFAULT_MODEL, default_embeddings
 
 if TYPE_CHECKING:  # LlamaIndex loads in seconds: not before a command needs it (read_manifest does not)
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -51,12 +51,8 @@ class Store:
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         fill: float = DEFAULT_FILL,
         cache_size: int = 64,
-        similarity_top_k: int | None = None,
     ) -> SpireRetriever:
-        """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does.
-
-        ``similarity_top_k`` is the deprecated name of ``first_k``.
-        """
+        """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does."""
         from .retriever import SpireRetriever
 
         return SpireRetriever(
@@ -69,7 +65,6 @@ class Store:
             max_rounds=max_rounds,
             fill=fill,
             cache_size=cache_size,
-            similarity_top_k=similarity_top_k,
         )
 
 
@@ -90,9 +85,8 @@ def _parser(settings: dict[str, Any]) -> SpireNodeParser:
     policy = settings.get("policy", HTML.name)
     if policy not in (HTML.name, NONE.name):
         raise StoreError(f"the store was built with a custom policy {policy!r}: open it with parser=...")
-    bare = policy == NONE.name or not settings.get("include_global_context", True)  # older manifests record the flag
     return SpireNodeParser(
-        policy=NONE if bare else HTML,
+        policy=NONE if policy == NONE.name else HTML,
         unit=settings.get("unit", "sentence"),
         fmt=settings.get("fmt", "markdown"),
         boilerplate=bool(settings.get("boilerplate", True)),
@@ -199,7 +193,7 @@ def load_store(
         index = load_index_from_storage(
             context,
             index_id=manifest.get("index_id"),
-            embed_model=embed_model or default_embed_model(),
+            embed_model=embed_model or default_embeddings(),
             transformations=[parser],
         )
     except (OSError, ValueError) as err:

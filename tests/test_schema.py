@@ -29,7 +29,7 @@ def test_both_adapters_emit_the_same_keys_and_ids(unit: Unit) -> None:
     for node, piece in zip(nodes, pieces, strict=True):
         spire_li = {k: v for k, v in node.metadata.items() if k in SPIRE_KEYS}
         spire_lc = {k: v for k, v in piece.metadata.items() if k in SPIRE_KEYS}
-        assert spire_li == spire_lc and set(spire_li) == {"spire_doc_id", "spire_paths", "spire_begin"}
+        assert spire_li == spire_lc and set(spire_li) == {"spire_doc_id", "spire_paths", "spire_begin", "spire_schema"}
         assert node.get_content() == piece.page_content
         assert node.node_id == unit_id("w.html", decode_paths(spire_li["spire_paths"]))
 
@@ -101,5 +101,16 @@ def test_both_adapters_share_one_option_vocabulary() -> None:
         lc(budget=0)
     with pytest.raises(BudgetError):
         li(budget=0)
-    with pytest.warns(DeprecationWarning, match="first_k"):
-        assert li(similarity_top_k=5).first_k == 5
+    assert li(first_k=5).options.first_k == 5
+
+
+def test_metadata_carries_its_schema_version_and_a_newer_one_is_refused() -> None:
+    from spire_core import SpireError
+    from spire_core.results.schema import SCHEMA, SCHEMA_VERSION, unit_metadata, unit_of
+
+    meta = unit_metadata("a.html", [(1, 0)], (1, 0))
+    assert meta[SCHEMA] == SCHEMA_VERSION
+    assert unit_of(meta) == ("a.html", frozenset({(1, 0)}))
+    assert unit_of({k: v for k, v in meta.items() if k != SCHEMA}) is not None  # written before the key existed
+    with pytest.raises(SpireError, match="schema"):
+        unit_of({**meta, SCHEMA: SCHEMA_VERSION + 1})

@@ -12,7 +12,6 @@ search may hold more, the prefix of hits is doubled and admission continues, for
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -305,7 +304,6 @@ def aggregate(
     first_k: int = DEFAULT_FIRST_K,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     fill: float = DEFAULT_FILL,
-    cost: SizeFn | None = None,
 ) -> list[Subdocument]:
     """Merge ranked ``hits`` per document under ``budget`` (measured by ``size`` on renderings).
 
@@ -313,11 +311,7 @@ def aggregate(
     considered starts at ``first_k`` and doubles while the result is under
     ``fill * budget`` (at most ``max_rounds`` rounds). ``documents`` maps a document id to
     its :class:`Document`. Returns one :class:`Subdocument` per document, best rank first.
-    ``cost`` is the former name of ``size`` (deprecated: it warns, and goes in the next release).
     """
-    if cost is not None:
-        warnings.warn("aggregate(cost=...) is deprecated: pass size=...", DeprecationWarning, stacklevel=2)
-        size = cost
     if budget <= 0:
         raise BudgetError(f"budget must be positive, not {budget}")
     if first_k <= 0 or max_rounds <= 0:

@@ -18,6 +18,7 @@ from spire_core.context import HTML, Policy, global_context
 from spire_core.document.paths import decode_paths, encode_path_sets, encode_paths
 from spire_core.document.render import render
 from spire_core.document.tree import Path
+from spire_core.errors import SchemaVersionError
 from spire_core.indexing.passages import decode_members, encode_members
 from spire_core.options import DEFAULT_SIZE, Fmt
 from spire_core.query.aggregate import Documents, Subdocument, document_lookup
@@ -45,8 +46,12 @@ CITATIONS = "spire_citations"
 FILTER = "spire_filter"
 #: the ids of a stored page's units (to delete them when the page changes)
 UNIT_IDS = "spire_ids"
+#: the version of this schema a unit or result was written with (absent: version 1)
+SCHEMA = "spire_schema"
+#: the schema this SPIRE writes and the newest it reads; bumped when a key changes meaning
+SCHEMA_VERSION = 1
 #: every key SPIRE writes; stripped from a source's metadata and hidden from embedded/LLM text
-SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, MEMBERS, SEEDS, COST, SCORE, CITATIONS, FILTER, UNIT_IDS)
+SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, MEMBERS, SEEDS, COST, SCORE, CITATIONS, FILTER, UNIT_IDS, SCHEMA)
 
 #: Namespace of unit ids (a later collection may bring its own).
 UNIT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/unit")
@@ -87,7 +92,12 @@ def unit_metadata(
     doc_id: str, paths: Iterable[Path], begin: Path, members: Sequence[frozenset[Path]] = ()
 ) -> dict[str, Any]:
     """The SPIRE metadata of one indexed unit (seed); a passage's ``members`` when it has several."""
-    meta = {DOC_ID: doc_id, PATHS: encode_paths(paths), BEGIN: encode_paths([begin])}
+    meta: dict[str, Any] = {
+        DOC_ID: doc_id,
+        PATHS: encode_paths(paths),
+        BEGIN: encode_paths([begin]),
+        SCHEMA: SCHEMA_VERSION,
+    }
     if len(members) > 1:
         meta[MEMBERS] = encode_members(members)
     return meta
@@ -120,11 +130,17 @@ def members_of(metadata: Mapping[str, Any], paths: frozenset[Path]) -> tuple[fro
 def unit_of(metadata: Mapping[str, Any]) -> tuple[str, frozenset[Path]] | None:
     """``(doc_id, seed paths)`` of a unit's metadata; None when it carries no SPIRE unit.
 
-    Raises :class:`~spire_core.PathFormatError` when the path set cannot be decoded.
+    Raises :class:`~spire_core.PathFormatError` when the path set cannot be decoded and
+    :class:`~spire_core.errors.SchemaVersionError` for metadata of a newer schema.
     """
     doc_id, paths = metadata.get(DOC_ID), metadata.get(PATHS)
     if not isinstance(doc_id, str) or not isinstance(paths, str):
         return None
+    version = metadata.get(SCHEMA, 1)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"metadata of SPIRE schema {version!r}; this SPIRE reads up to {SCHEMA_VERSION}: upgrade it", doc_id=doc_id
+        )
     return doc_id, _decoded(paths)
 
 
@@ -139,6 +155,7 @@ def to_metadata(sub: Subdocument) -> dict[str, Any]:
         COST: sub.cost,
         SCORE: sub.score,
         CITATIONS: [c.to_dict(encoded=e) for c, e in zip(sub.citations, cited, strict=True)],
+        SCHEMA: SCHEMA_VERSION,
     }
 
 

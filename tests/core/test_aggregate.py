@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -306,15 +305,11 @@ def test_the_bound_allows_for_texts_that_join_into_one_word() -> None:
 
 
 # -- options ---------------------------------------------------------------------------------
-def test_cost_keyword_is_deprecated_but_still_works() -> None:
+def test_the_size_function_counts_the_budget() -> None:
     doc, generic, answer = _foo()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        by_size = aggregate([generic, answer], documents={"foo": doc}, budget=40, size=len)
-    with pytest.warns(DeprecationWarning, match="size="):
-        by_cost = aggregate([generic, answer], documents={"foo": doc}, budget=40, cost=len)
-    assert by_cost == by_size
+    by_size = aggregate([generic, answer], documents={"foo": doc}, budget=40, size=len)
     assert sum(r.cost for r in by_size) == sum(len(r.text) for r in by_size)  # the size function was used
+    assert sum(r.cost for r in by_size) <= 40
 
 
 def test_per_page_memos_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -107,7 +107,7 @@ def keyword_embeddings() -> KeywordEmbeddings:
 @pytest.fixture(scope="session")
 def example_index(embeddings: CachedEmbeddings) -> SpireRetriever:
     """The three example pages indexed once (InMemoryVectorStore, real model)."""
-    return SpireRetriever.from_html(example_pages(), embeddings)
+    return SpireRetriever.from_documents(example_pages(), embeddings)
 
 
 def texts(documents: Sequence[Document]) -> list[str]:

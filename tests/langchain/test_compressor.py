@@ -47,11 +47,11 @@ def chat(stub: OpenAIStub, timeout: float = 30.0) -> ChatOpenAI:
 
 @pytest.fixture
 def small() -> SpireRetriever:
-    return SpireRetriever.from_html(small_pages(), KeywordEmbeddings())
+    return SpireRetriever.from_documents(small_pages(), KeywordEmbeddings())
 
 
 def test_is_a_document_compressor(small: SpireRetriever) -> None:
-    flt = SpireEvidenceFilter.from_retriever(small, FakeListChatModel(responses=["[]"]))
+    flt = SpireEvidenceFilter(FakeListChatModel(responses=["[]"]), small)
     assert isinstance(flt, BaseDocumentCompressor)
     assert flt.documents is small.documents  # parsed pages are shared, not parsed again
     with pytest.raises(ValueError, match="needs documents"):
@@ -62,7 +62,7 @@ def test_is_a_document_compressor(small: SpireRetriever) -> None:
 def test_chat_model_over_http_keeps_only_the_answer(example_index: SpireRetriever) -> None:
     docs = example_index.invoke(QUESTION)
     with OpenAIStub(lambda prompt: f'["{label_of(prompt, "30 seconds and one day")}"]') as stub:
-        flt = SpireEvidenceFilter.from_retriever(example_index, chat(stub))
+        flt = SpireEvidenceFilter(chat(stub), example_index)
         out = flt.compress_documents(docs, QUESTION)
     assert len(stub.requests) == 1
     prompt = stub.requests[0]["messages"][-1]["content"]
@@ -88,7 +88,7 @@ def test_garbage_answer_over_http_degrades_and_loses_nothing(
 ) -> None:
     docs = example_index.invoke(QUESTION)
     with OpenAIStub(lambda prompt: "I am sorry, I cannot pick passages today.") as stub:
-        out = SpireEvidenceFilter.from_retriever(example_index, chat(stub)).compress_documents(docs, QUESTION)
+        out = SpireEvidenceFilter(chat(stub), example_index).compress_documents(docs, QUESTION)
     assert [d.page_content for d in out] == [d.page_content for d in docs]
     assert [citations_of(d) for d in out] == [citations_of(d) for d in docs]
     assert all(d.metadata["spire_filter"]["ok"] is False for d in out)
@@ -101,7 +101,7 @@ def test_slow_model_times_out_degrades_and_loses_nothing(
     docs = small.invoke("espresso shot seconds")
     with OpenAIStub(lambda prompt: '["E1"]', delay=3.0) as stub:
         stub.server.handle_error = lambda request, client_address: None  # type: ignore[method-assign]  # late reply
-        out = SpireEvidenceFilter.from_retriever(small, chat(stub, timeout=0.3)).compress_documents(docs, "espresso")
+        out = SpireEvidenceFilter(chat(stub, timeout=0.3), small).compress_documents(docs, "espresso")
     assert [d.page_content for d in out] == [d.page_content for d in docs]
     assert all(d.metadata["spire_filter"]["ok"] is False for d in out)
     assert "evidence filter failed" in caplog.text and "Timeout" in caplog.text
@@ -109,7 +109,7 @@ def test_slow_model_times_out_degrades_and_loses_nothing(
 
 def test_on_error_raise(small: SpireRetriever) -> None:
     docs = small.invoke("espresso shot seconds")
-    flt = SpireEvidenceFilter.from_retriever(small, FakeListChatModel(responses=["no idea"]), on_error="raise")
+    flt = SpireEvidenceFilter(FakeListChatModel(responses=["no idea"]), small, on_error="raise")
     with pytest.raises(EvidenceFilterError):
         flt.compress_documents(docs, "espresso")
 
@@ -117,7 +117,7 @@ def test_on_error_raise(small: SpireRetriever) -> None:
 def test_unknown_labels_are_dropped_known_ones_kept(small: SpireRetriever, caplog: pytest.LogCaptureFixture) -> None:
     docs = small.invoke("brewing tea coffee minutes")
     assert {"coffee.html", "tea.html"} <= {d.metadata["spire_doc_id"] for d in docs}
-    flt = SpireEvidenceFilter.from_retriever(small, chooser("steep for 4 minutes", extra="E999"))
+    flt = SpireEvidenceFilter(chooser("steep for 4 minutes", extra="E999"), small)
     out = flt.compress_documents(docs, "How long does black tea steep?")
     assert [d.metadata["spire_doc_id"] for d in out] == ["tea.html"]
     [citation] = citations_of(out[0])
@@ -128,19 +128,19 @@ def test_unknown_labels_are_dropped_known_ones_kept(small: SpireRetriever, caplo
 
 def test_empty_choice_drops_everything(small: SpireRetriever) -> None:
     docs = small.invoke("espresso shot seconds")
-    out = SpireEvidenceFilter.from_retriever(small, FakeListChatModel(responses=["[]"])).compress_documents(docs, "x")
+    out = SpireEvidenceFilter(FakeListChatModel(responses=["[]"]), small).compress_documents(docs, "x")
     assert out == []
 
 
 def test_fake_chat_model_with_code_fence_and_prose(small: SpireRetriever) -> None:
     docs = small.invoke("brewing tea coffee minutes")
-    flt = SpireEvidenceFilter.from_retriever(small, FakeListChatModel(responses=["[]"]))
+    flt = SpireEvidenceFilter(FakeListChatModel(responses=["[]"]), small)
     results = flt._results(docs)[1]
     prompt = build_prompt("espresso time and dose", build_views(results, small.documents))
     labels = [label_of(prompt, "25 to 30 seconds"), label_of(prompt, "60 grams")]
     answer = f'Sure! The passages are:\n```json\n["{labels[0]}", "{labels[1]}"]\n```\nHope this helps.'
     model = FakeListChatModel(responses=[answer])
-    [coffee] = SpireEvidenceFilter.from_retriever(small, model).compress_documents(docs, "espresso time and dose")
+    [coffee] = SpireEvidenceFilter(model, small).compress_documents(docs, "espresso time and dose")
     assert len(citations_of(coffee)) == 2
     assert "25 to 30 seconds" in coffee.page_content and "60 grams" in coffee.page_content
     assert "90 and 96 degrees" not in coffee.page_content
@@ -150,7 +150,7 @@ def test_fake_chat_model_with_code_fence_and_prose(small: SpireRetriever) -> Non
 def test_non_spire_documents_pass_through(small: SpireRetriever, caplog: pytest.LogCaptureFixture) -> None:
     docs = small.invoke("espresso shot seconds")
     foreign = Document(page_content="from another retriever", metadata={"source": "elsewhere"})
-    flt = SpireEvidenceFilter.from_retriever(small, chooser("25 to 30 seconds"))
+    flt = SpireEvidenceFilter(chooser("25 to 30 seconds"), small)
     out = flt.compress_documents([*docs, foreign], "espresso")
     assert out[-1] == foreign
     assert [d.metadata["spire_doc_id"] for d in out[:-1]] == ["coffee.html"]
@@ -160,7 +160,7 @@ def test_non_spire_documents_pass_through(small: SpireRetriever, caplog: pytest.
 
 def test_docstore_backed_filter_agrees_with_the_shared_cache(small: SpireRetriever) -> None:
     docs = small.invoke("brewing tea coffee minutes")
-    shared = SpireEvidenceFilter.from_retriever(small, chooser("steep for 2 minutes"))
+    shared = SpireEvidenceFilter(chooser("steep for 2 minutes"), small)
     own = SpireEvidenceFilter(llm=chooser("steep for 2 minutes"), docstore=small.docstore)
     assert own.documents is None
     a = shared.compress_documents(docs, "green tea")
@@ -170,17 +170,17 @@ def test_docstore_backed_filter_agrees_with_the_shared_cache(small: SpireRetriev
 
 async def test_async_compress_matches_sync(small: SpireRetriever) -> None:
     docs = small.invoke("brewing tea coffee minutes")
-    flt = SpireEvidenceFilter.from_retriever(small, chooser("steep for 2 minutes"))
+    flt = SpireEvidenceFilter(chooser("steep for 2 minutes"), small)
     sync = flt.compress_documents(docs, "green tea")
     asynchronous = await flt.acompress_documents(docs, "green tea")
     assert [(d.page_content, d.metadata) for d in asynchronous] == [(d.page_content, d.metadata) for d in sync]
-    fake = SpireEvidenceFilter.from_retriever(small, FakeListChatModel(responses=["nothing useful"]))
+    fake = SpireEvidenceFilter(FakeListChatModel(responses=["nothing useful"]), small)
     degraded = await fake.acompress_documents(docs, "green tea")
     assert [d.page_content for d in degraded] == [d.page_content for d in docs]
 
 
 async def test_contextual_compression_retriever(small: SpireRetriever) -> None:
-    flt = SpireEvidenceFilter.from_retriever(small, chooser("80 to 120 psi"))
+    flt = SpireEvidenceFilter(chooser("80 to 120 psi"), small)
     pipeline = ContextualCompressionRetriever(base_compressor=flt, base_retriever=small)
     for out in (pipeline.invoke("road tyre pressure psi"), await pipeline.ainvoke("road tyre pressure psi")):
         assert [d.metadata["spire_doc_id"] for d in out] == ["bicycles.html"]

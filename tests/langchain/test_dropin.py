@@ -43,7 +43,7 @@ def test_from_html_takes_strings_documents_and_paths(tmp_path: Path) -> None:
     notes = tmp_path / "notes.md"
     notes.write_text("# Notes\n\n## Cocoa\n\n- Whisk cocoa powder into warm milk.\n- Serve hot.\n", encoding="utf-8")
     bikes = Document(page_content=SMALL_PAGES["bicycles.html"], metadata={"source": "bicycles.html"})
-    retriever = SpireRetriever.from_html([COFFEE, page, notes, bikes], KeywordEmbeddings())
+    retriever = SpireRetriever.from_documents([COFFEE, page, notes, bikes], KeywordEmbeddings())
     sources = {d.metadata["spire_doc_id"] for d in retriever.invoke("coffee tea cocoa tyre pressure", k=10)}
     assert {str(page), str(notes), "bicycles.html"} <= sources
     assert any(s.startswith("sha256:") for s in sources)  # the bare string: a content id
@@ -54,7 +54,7 @@ def test_from_html_takes_strings_documents_and_paths(tmp_path: Path) -> None:
 def test_from_html_vectorstore_kwargs_and_progress(capsys: pytest.CaptureFixture[str]) -> None:
     from langchain_qdrant import QdrantVectorStore
 
-    retriever = SpireRetriever.from_html(
+    retriever = SpireRetriever.from_documents(
         small_pages(),
         KeywordEmbeddings(),
         vectorstore_cls=QdrantVectorStore,
@@ -100,7 +100,7 @@ def test_stripped_html_warns(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_mmr_search(keyword_embeddings: KeywordEmbeddings) -> None:
-    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, search_type="mmr")
+    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, search_type="mmr")
     found = retriever.invoke("brewing coffee water temperature")
     assert found and found[0].metadata["spire_doc_id"] == "coffee.html"
 
@@ -114,7 +114,7 @@ def test_run_manager_gets_the_result_summary(keyword_embeddings: KeywordEmbeddin
             self.texts.append(text)
 
     handler = Texts()
-    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, budget=200)
+    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, budget=200)
     docs = retriever.invoke("grams of coffee", config={"callbacks": [handler]})
     assert handler.texts, "nothing reported to the callbacks"
     assert f"{len(docs)} page(s)" in handler.texts[-1]

@@ -21,7 +21,7 @@ QUESTION = "What is the valid range of checkpoint_timeout?"
 def wal_retriever() -> SpireRetriever:
     page = EXAMPLE_PAGES / "postgresql-wal.html"
     pages = [Document(page_content=page.read_text(encoding="utf-8"), metadata={"source": page.name})]
-    return SpireRetriever.from_html(pages, KeywordEmbeddings(), budget=1000)
+    return SpireRetriever.from_documents(pages, KeywordEmbeddings(), budget=1000)
 
 
 @pytest.mark.parametrize("budget", [150, 1000])

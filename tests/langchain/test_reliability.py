@@ -25,7 +25,7 @@ def test_add_documents_skips_a_failing_page_reports_it_once_and_indexes_the_rest
             raise KeyError("a bug, not a SpireError")
         return real(self, document, *args, **kwargs)
 
-    retriever = SpireRetriever.from_html([], keyword_embeddings)
+    retriever = SpireRetriever.from_documents([], keyword_embeddings)
     monkeypatch.setattr(SpireTransformer, "split", flaky)
     pages = [Document(page_content=PAGE.format(name), id=f"{name}.html") for name in ("alpha", "bad", "gamma")]
     with caplog.at_level(logging.ERROR, logger="spire_langchain"):

@@ -18,7 +18,7 @@ from .conftest import SMALL_PAGES, KeywordEmbeddings, small_pages
 
 @pytest.fixture
 def retriever(keyword_embeddings: KeywordEmbeddings) -> SpireRetriever:
-    return SpireRetriever.from_html(small_pages(), keyword_embeddings)
+    return SpireRetriever.from_documents(small_pages(), keyword_embeddings)
 
 
 def test_one_document_per_page_with_citations(retriever: SpireRetriever) -> None:
@@ -74,7 +74,7 @@ def test_search_kwargs_reach_the_store(retriever: SpireRetriever) -> None:
 
 
 def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: KeywordEmbeddings) -> None:
-    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, vectorstore_cls=FAISS)
+    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, vectorstore_cls=FAISS)
     query = "tyre pressure psi road"
     ranked = retriever.vectorstore.similarity_search_with_score(query, k=8)
     distances = [s for _, s in ranked]
@@ -85,7 +85,7 @@ def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: 
     best = citations_of(docs[0])[0]
     assert best.score == pytest.approx(1 / (1 + float(distances[0])))
     assert all(0 < c.score <= 1 for d in docs for c in citations_of(d) if c.score is not None)
-    in_memory = SpireRetriever.from_html(small_pages(), keyword_embeddings)
+    in_memory = SpireRetriever.from_documents(small_pages(), keyword_embeddings)
     in_memory.invoke(query)
     assert in_memory._distance is False  # cosine similarity: higher is closer
 
@@ -93,7 +93,7 @@ def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: 
 @pytest.mark.filterwarnings("ignore:Relevance scores must be between")  # FAISS's L2 normalisation
 @pytest.mark.parametrize(("mode", "store"), [("similarity", InMemoryVectorStore), ("relevance", FAISS)])
 def test_explicit_score_modes(keyword_embeddings: KeywordEmbeddings, mode: str, store: type) -> None:
-    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, vectorstore_cls=store, scores=mode)
+    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, vectorstore_cls=store, scores=mode)
     docs = retriever.invoke("espresso shot seconds")
     assert docs[0].metadata["spire_doc_id"] == "coffee.html"
     assert retriever._distance is None  # nothing inferred when the mode is given
@@ -138,7 +138,7 @@ def test_pages_are_parsed_once(retriever: SpireRetriever) -> None:
 
 def test_plain_text_pages_round_trip(keyword_embeddings: KeywordEmbeddings) -> None:
     text = "Sourdough needs a starter.\n\nFeed the starter every day with flour and water."
-    retriever = SpireRetriever.from_html([Document(page_content=text, id="bread.txt")], keyword_embeddings)
+    retriever = SpireRetriever.from_documents([Document(page_content=text, id="bread.txt")], keyword_embeddings)
     docs = retriever.invoke("feed the starter flour")
     assert docs[0].metadata["spire_doc_id"] == "bread.txt"
     assert "Feed the starter every day" in docs[0].page_content
@@ -152,7 +152,7 @@ def _ids(retriever: SpireRetriever, source: str) -> list[str]:
 
 @pytest.mark.parametrize("store", [InMemoryVectorStore, FAISS])
 def test_upsert_replaces_a_changed_page(keyword_embeddings: KeywordEmbeddings, store: type) -> None:
-    retriever = SpireRetriever.from_html(small_pages(), keyword_embeddings, vectorstore_cls=store)
+    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, vectorstore_cls=store)
     old_ids = _ids(retriever, "tea.html")
     assert "steep for 4 minutes" in retriever.invoke("black tea steep minutes")[0].page_content
     assert retriever.add_documents(small_pages()) == []  # nothing changed: nothing re-embedded
@@ -225,11 +225,11 @@ def test_one_store_search_per_question_whatever_the_rounds(
 
     monkeypatch.setattr(InMemoryVectorStore, "similarity_search_with_score", counted)
     wide = retriever.model_copy(update={"first_k": 2, "max_rounds": 4, "budget": 5000})
-    once = wide.retrieve("brewing water minutes degrees")
+    once = wide.retrieve_subdocuments("brewing water minutes degrees")
     assert asked == [16]  # one search (one query embedding), for the widest round: 2 << 3
     # the same results as a search per round (the store's order is the same for every k)
     monkeypatch.setattr(SpireRetriever, "_once", lambda self, raw: raw)
     asked.clear()
-    per_round = wide.retrieve("brewing water minutes degrees")
+    per_round = wide.retrieve_subdocuments("brewing water minutes degrees")
     assert len(asked) > 1
     assert [(s.doc_id, s.paths, s.text) for s in once] == [(s.doc_id, s.paths, s.text) for s in per_round]

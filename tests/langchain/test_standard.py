@@ -21,7 +21,7 @@ from .conftest import model_embeddings, small_pages
 
 @cache
 def _index(store: type[VectorStore]) -> SpireRetriever:
-    return SpireRetriever.from_html(small_pages(), model_embeddings(), vectorstore_cls=store)
+    return SpireRetriever.from_documents(small_pages(), model_embeddings(), vectorstore_cls=store)
 
 
 class TestInMemoryStandard(RetrieversIntegrationTests):

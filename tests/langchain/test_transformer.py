@@ -84,10 +84,6 @@ def test_options_unit_and_global_context() -> None:
     assert "60 grams" in blocks[2].page_content and "90 and 96 degrees" in blocks[2].page_content
     bare = SpireTransformer(policy=NONE, unit="sentence").transform_documents([page])
     assert bare[-1].page_content.strip() == "An espresso shot takes about 25 to 30 seconds to extract."
-    with pytest.warns(DeprecationWarning, match="policy=spire_core.NONE"):
-        deprecated = SpireTransformer(include_global_context=False, unit="sentence")
-    assert deprecated.policy is NONE
-    assert deprecated.transform_documents([page])[-1].page_content == bare[-1].page_content
     with pytest.raises(ValueError, match="unit"):
         SpireTransformer(unit="paragraph")  # type: ignore[arg-type]
 

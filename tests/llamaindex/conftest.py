@@ -16,7 +16,7 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from spire_llamaindex import Store, default_embed_model, load_store
+from spire_llamaindex import Store, default_embeddings, load_store
 from spire_llamaindex.cli import main
 
 EXAMPLE_PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
@@ -49,7 +49,7 @@ class FixedLLM(CustomLLM):
 @pytest.fixture(scope="session")
 def embed_model() -> BaseEmbedding:
     """The packaged all-MiniLM-L6-v2, loaded once."""
-    return default_embed_model()
+    return default_embeddings()
 
 
 @pytest.fixture(scope="session")

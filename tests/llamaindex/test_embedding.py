@@ -11,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field
 
 from spire_core.options import MODEL_WINDOW
 from spire_core.size import model_tokens
-from spire_llamaindex.embedding import default_embed_model, embed_texts
+from spire_llamaindex.embedding import default_embeddings, embed_texts
 
 
 class LengthEmbedding(BaseEmbedding):
@@ -86,7 +86,7 @@ def test_power_of_two_batches_whatever_the_count() -> None:
 
 
 def test_torch_runtime_pads_batches_to_buckets() -> None:
-    embed_model = default_embed_model(runtime="torch")
+    embed_model = default_embeddings(runtime="torch")
     st_model = embed_model._model  # type: ignore[attr-defined]
     lengths = {st_model[0].preprocess([("word " * n).strip()])["input_ids"].shape[1] for n in (1, 20, 40, 90, 400)}
     assert lengths == {32, 64, 96, 256}  # 3, 22, 42, 92 and 402 tokens (cut to the window)

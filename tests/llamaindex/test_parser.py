@@ -86,8 +86,6 @@ def test_global_context_in_the_text_and_the_options() -> None:
     glow = next(n for n in with_ctx if "glow" in n.get_content())
     assert "Widgets" in glow.get_content() and "Blue widgets" in glow.get_content()
     bare = SpireNodeParser(policy=NONE, unit="sentence").get_nodes_from_documents([doc])
-    with pytest.warns(DeprecationWarning, match="policy=spire_core.NONE"):
-        assert SpireNodeParser(include_global_context=False).policy is NONE
     glow_bare = next(n for n in bare if "glow" in n.get_content())
     assert glow_bare.get_content().strip() == "- They glow at night."
     assert glow_bare.node_id == glow.node_id  # identity is the path set, not the text

@@ -34,9 +34,9 @@ class Memo:
     embed the same renderings, and an updated page only brings a few new ones."""
 
     def __init__(self) -> None:
-        from spire_llamaindex import default_embed_model
+        from spire_llamaindex import default_embeddings
 
-        self.model = default_embed_model()
+        self.model = default_embeddings()
         self.vectors: dict[str, list[float]] = {}
 
     def texts(self, texts: list[str]) -> list[list[float]]:

@@ -1,0 +1,354 @@
+"""Indexing pages into a LangChain vector store and docstore: bulk, incremental, through a record manager.
+
+:class:`PageIndexing` is the indexing half of :class:`~spire_langchain.SpireRetriever`; the
+query half is :mod:`spire_langchain.retriever`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from langchain_core.documents import Document as LCDocument
+from langchain_core.embeddings import Embeddings
+from langchain_core.indexing import IndexingResult, RecordManager, index
+from langchain_core.stores import BaseStore, InMemoryStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+
+from spire_core import DocumentCache, Policy, SpireError
+from spire_core.options import (
+    DEFAULT_BUDGET,
+    DEFAULT_FILL,
+    DEFAULT_FIRST_K,
+    DEFAULT_MAX_ROUNDS,
+    DEFAULT_SIZE,
+    Fmt,
+    OnPageError,
+)
+from spire_core.reading.decoding import decode
+from spire_core.results.schema import DOC_ID, UNIT_IDS, user_metadata
+from spire_core.size import SizeFn
+
+from ._source import source_id
+from .embeddings import default_embeddings
+from .transformer import SpireTransformer
+
+log = logging.getLogger("spire_langchain.retriever")
+
+#: units embedded per batch when ``from_documents`` shows progress
+_EMBED_BATCH = 256
+#: a page given to ``from_documents``: a ``Document``, HTML/Markdown/plain text, or a file path
+Page = LCDocument | str | os.PathLike[str]
+
+
+class PageIndexing:
+    """Adding, replacing and deleting pages of a SPIRE retriever's stores (mixed into ``SpireRetriever``)."""
+
+    if TYPE_CHECKING:
+        vectorstore: VectorStore
+        docstore: BaseStore[str, LCDocument]
+        transformer: SpireTransformer
+        _documents: DocumentCache
+
+        def __init__(self, **data: Any) -> None: ...
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[Page],
+        embeddings: Embeddings | None = None,
+        *,
+        vectorstore_cls: type[VectorStore] = InMemoryVectorStore,
+        vectorstore_kwargs: Mapping[str, Any] | None = None,
+        docstore: BaseStore[str, LCDocument] | None = None,
+        transformer: SpireTransformer | None = None,
+        budget: int = DEFAULT_BUDGET,
+        k: int | None = None,
+        first_k: int = DEFAULT_FIRST_K,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        fill: float = DEFAULT_FILL,
+        tables: bool = True,
+        size: SizeFn = DEFAULT_SIZE,
+        policy: Policy | None = None,
+        fmt: Fmt | None = None,
+        scores: Literal["auto", "similarity", "distance", "relevance"] = "auto",
+        search_kwargs: dict[str, Any] | None = None,
+        cache_size: int = 64,
+        id_namespace: str | None = None,
+        search_type: Literal["similarity", "mmr"] = "similarity",
+        show_progress: bool = False,
+    ) -> Self:
+        """Index pages into a new ``vectorstore_cls`` and an in-memory docstore.
+
+        ``documents`` are ``Document``\\ s, page texts (HTML, Markdown or plain: a string is
+        a page, never a file name) or file paths (``pathlib.Path``; the page id is the path).
+        ``vectorstore_kwargs`` go to ``vectorstore_cls.from_documents`` (e.g.
+        ``{"location": ":memory:", "collection_name": "docs"}`` for Qdrant, ``connection``
+        and ``collection_name`` for PGVector); ``id_namespace`` defaults to their
+        ``collection_name``. ``show_progress`` shows a bar while the units are embedded.
+        ``embeddings`` defaults to :func:`default_embeddings`; ``policy`` and ``fmt`` to the
+        transformer's; the other options are the retriever's fields.
+        """
+        store_kwargs = dict(vectorstore_kwargs or {})
+        namespace = id_namespace if id_namespace is not None else str(store_kwargs.get("collection_name", ""))
+        transformer = _namespaced(transformer or SpireTransformer(), namespace)
+        prepared = _prepare(transformer, (_as_page(d) for d in documents))
+        pieces = [p for _, _, ps in prepared for p in ps]
+        vectorstore = _embed(vectorstore_cls, pieces, embeddings or default_embeddings(), store_kwargs, show_progress)
+        store: BaseStore[str, LCDocument] = docstore if docstore is not None else InMemoryStore()
+        store.mset([(source, _record(page, ps)) for source, page, ps in prepared])
+        return cls(
+            vectorstore=vectorstore,
+            docstore=store,
+            transformer=transformer,
+            budget=budget,
+            k=k,
+            first_k=first_k,
+            max_rounds=max_rounds,
+            fill=fill,
+            tables=tables,
+            size=size,
+            policy=transformer.policy if policy is None else policy,
+            fmt=transformer.fmt if fmt is None else fmt,
+            scores=scores,
+            search_kwargs=dict(search_kwargs or {}),
+            cache_size=cache_size,
+            id_namespace=namespace,
+            search_type=search_type,
+        )
+
+    def add_documents(
+        self, documents: Iterable[LCDocument], *, force: bool = False, errors: OnPageError = "raise"
+    ) -> list[str]:
+        """Index (or re-index) source pages; returns the ids of the sentence ``Document``\\ s added.
+
+        A page already in the docstore under the same source id is replaced so that a
+        concurrent query sees its old version or its new one, never neither: its new units
+        are added (upserted) beside the old ones, its record in the docstore is replaced,
+        then the old units the new version does not share are deleted, so a changed page
+        leaves no stale sentences. Unchanged pages are skipped unless ``force``. A page that
+        cannot be split raises (``errors="raise"``), or is logged once with its id and reason
+        and left as it was while the other pages are indexed (``errors="skip"``).
+        """
+        added: list[str] = []
+        for source, page, pieces in _prepare(self.transformer, documents, errors):
+            old = self.docstore.mget([source])[0]
+            if old is not None and not force and _same_page(old, page):
+                continue
+            ids = [str(p.id) for p in pieces]
+            old_ids = self._old_ids(old) if old is not None else []
+            if pieces:
+                self._upsert(pieces, ids, old_ids)
+                self._check_landed(source, ids)
+            self.docstore.mset([(source, _record(page, pieces))])
+            self._documents.invalidate(source)  # after the swap: a parse of the old page is not kept
+            kept = set(ids)
+            self._delete_ids([i for i in old_ids if i not in kept])
+            added.extend(ids)
+        return added
+
+    def _upsert(self, pieces: list[LCDocument], ids: list[str], old_ids: list[str]) -> None:
+        """Add ``pieces`` under ``ids``, replacing the units of the same ids (same paths) in place.
+
+        A store that refuses ids it holds (FAISS) gets the shared ones deleted first.
+        """
+        try:
+            self.vectorstore.add_documents(pieces, ids=ids)
+        except ValueError:
+            shared = set(old_ids) & set(ids)
+            if not shared:
+                raise
+            self._delete_ids(sorted(shared))
+            self.vectorstore.add_documents(pieces, ids=ids)
+
+    def _check_landed(self, source: str, ids: list[str]) -> None:
+        """Warn when the store does not hold every unit just added (ids taken by another collection?)."""
+        try:
+            found = {d.id for d in self.vectorstore.get_by_ids(ids)}
+        except NotImplementedError:
+            return
+        missing = [i for i in ids if i not in found]
+        if missing:
+            log.warning(
+                "%d of %d units of page %r did not land in the vector store (are their ids held by another "
+                "collection of the same table? give each collection its own id_namespace)",
+                len(missing),
+                len(ids),
+                source,
+            )
+
+    def index_pages(
+        self,
+        pages: Iterable[LCDocument],
+        record_manager: RecordManager,
+        *,
+        cleanup: Literal["incremental", "full"] | None = "incremental",
+        batch_size: int = 100,
+        force_update: bool = False,
+        key_encoder: Literal["sha1", "sha256", "sha512", "blake2b"] = "sha256",
+    ) -> IndexingResult:
+        """Index pages through LangChain's indexing API (``langchain_core.indexing.index``) safely.
+
+        ``index`` cuts its input into batches of ``batch_size`` documents and, with
+        ``cleanup="incremental"``, deletes after each batch the older units of the pages in
+        it: a page whose units straddle two batches loses its later units and has them
+        re-embedded on every identical run. Here the batches hold whole pages (at least
+        ``batch_size`` units each, a page is never cut), so an identical re-run adds nothing.
+        Each group's new units are added before the page is replaced in the docstore and
+        before its old units are deleted (a concurrent query sees the old page or the new
+        one). ``cleanup="full"`` also deletes the units of every page not given. The record
+        manager keys units by their content hash (``key_encoder``); the source id is ``spire_doc_id``.
+        """
+        if cleanup not in ("incremental", "full", None):
+            raise ValueError(f"cleanup must be 'incremental', 'full' or None, not {cleanup!r}")
+        if batch_size <= 0:
+            raise ValueError("batch_size must be positive")
+        start = record_manager.get_time()
+        total: IndexingResult = {"num_added": 0, "num_updated": 0, "num_skipped": 0, "num_deleted": 0}
+        group: list[tuple[str, LCDocument, list[LCDocument]]] = []
+
+        def flush() -> None:
+            units = [u for _, _, us in group for u in us]
+            size = max(len(units), 1)  # one batch of whole pages
+            store = self.vectorstore
+            added = index(
+                units, record_manager, store, batch_size=size, force_update=force_update, key_encoder=key_encoder
+            )
+            self.docstore.mset([(source, page) for source, page, _ in group])
+            for source, _, _ in group:
+                self._documents.invalidate(source)
+            if cleanup is not None:  # a second pass embeds nothing: it only deletes the pages' older units
+                swept = index(
+                    units,
+                    record_manager,
+                    store,
+                    batch_size=size,
+                    cleanup="incremental",
+                    source_id_key=DOC_ID,
+                    key_encoder=key_encoder,
+                )
+                added["num_deleted"] += swept["num_deleted"]
+            for key in total:
+                total[key] += added[key]  # type: ignore[literal-required]
+            group.clear()
+
+        for source, page, units in _prepare(self.transformer, pages):
+            group.append((source, page, units))
+            if sum(len(us) for _, _, us in group) >= batch_size:
+                flush()
+        if group:
+            flush()
+        if cleanup == "full":
+            while stale := record_manager.list_keys(before=start, limit=1000):
+                self.vectorstore.delete(stale)
+                record_manager.delete_keys(stale)
+                total["num_deleted"] += len(stale)
+        return total
+
+    def delete_sources(self, sources: Iterable[str]) -> None:
+        """Remove pages (by source id) and their sentences."""
+        for source in sources:
+            old = self.docstore.mget([source])[0]
+            if old is None:
+                continue
+            self._delete_ids(self._old_ids(old))
+            self.docstore.mdelete([source])
+            self._documents.invalidate(source)
+
+    def _old_ids(self, old: LCDocument) -> list[str]:
+        recorded = old.metadata.get(UNIT_IDS)
+        if isinstance(recorded, list):
+            return [str(i) for i in recorded]
+        return [str(p.id) for p in self.transformer.split(old)]  # a docstore filled by hand
+
+    def _delete_ids(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        try:
+            self.vectorstore.delete(ids)
+        except ValueError:  # some stores refuse a batch holding an unknown id: go one by one
+            for i in ids:
+                try:
+                    self.vectorstore.delete([i])
+                except ValueError:
+                    log.debug("sentence %s was not in the vector store", i)
+
+
+def _namespaced(transformer: SpireTransformer, namespace: str) -> SpireTransformer:
+    """``transformer`` making unit ids for ``namespace``."""
+    if transformer.id_namespace == namespace:
+        return transformer
+    return SpireTransformer(
+        policy=transformer.policy, unit=transformer.unit, fmt=transformer.fmt, id_namespace=namespace
+    )
+
+
+def _as_page(page: Page) -> LCDocument:
+    """A page given to ``from_documents`` as a ``Document`` (a path is read and decoded as the page declares)."""
+    if isinstance(page, LCDocument):
+        return page
+    if isinstance(page, str):
+        return LCDocument(page_content=page)
+    path = Path(page)
+    return LCDocument(page_content=decode(path.read_bytes(), doc_id=str(path)).text, metadata={"source": str(path)})
+
+
+def _embed(
+    vectorstore_cls: type[VectorStore],
+    pieces: Sequence[LCDocument],
+    embeddings: Embeddings,
+    kwargs: Mapping[str, Any],
+    show_progress: bool,
+) -> VectorStore:
+    """A new store of ``pieces``, embedded in batches behind a progress bar when ``show_progress``."""
+    batches = [pieces[i : i + _EMBED_BATCH] for i in range(0, len(pieces), _EMBED_BATCH)] or [pieces]
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(pieces), desc="embedding", unit="unit", disable=not show_progress) as bar:
+        first = list(batches[0])
+        store = vectorstore_cls.from_documents(first, embeddings, ids=[str(p.id) for p in first], **kwargs)
+        bar.update(len(batches[0]))
+        for batch in batches[1:]:
+            store.add_documents(list(batch), ids=[str(p.id) for p in batch])
+            bar.update(len(batch))
+    return store
+
+
+def _prepare(
+    transformer: SpireTransformer, documents: Iterable[LCDocument], errors: OnPageError = "raise"
+) -> list[tuple[str, LCDocument, list[LCDocument]]]:
+    """``(source id, page, sentence documents)`` per page; a later page with the same id wins.
+
+    With ``errors="skip"``, a page whose split raises (anything) is logged and left out.
+    """
+    by_source: dict[str, tuple[LCDocument, list[LCDocument]]] = {}
+    for doc in documents:
+        source = source_id(doc)
+        if source in by_source:
+            log.warning("source %r given twice: the later page wins", source)
+        page = LCDocument(id=source, page_content=doc.page_content, metadata=user_metadata(doc.metadata))
+        try:
+            pieces = transformer.split(page)
+        except Exception as err:  # one bad page must not end a bulk run, whatever it raises
+            if errors == "raise":
+                raise
+            reason = str(err) if isinstance(err, SpireError) else f"{type(err).__name__}: {err}"
+            log.error("skipped page %r: %s", source, reason)
+            continue
+        by_source[source] = (page, pieces)
+    return [(source, page, pieces) for source, (page, pieces) in by_source.items()]
+
+
+def _same_page(old: LCDocument, page: LCDocument) -> bool:
+    """Whether the docstore entry ``old`` holds ``page`` as it is now (same text, same metadata)."""
+    return old.page_content == page.page_content and user_metadata(old.metadata) == page.metadata
+
+
+def _record(page: LCDocument, pieces: Sequence[LCDocument]) -> LCDocument:
+    """The docstore entry of a page: the page plus the ids of its sentences (for replacing it later)."""
+    return LCDocument(
+        id=page.id, page_content=page.page_content, metadata={**page.metadata, UNIT_IDS: [p.id for p in pieces]}
+    )
