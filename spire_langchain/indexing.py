@@ -83,8 +83,9 @@ class PageIndexing:
     ) -> Self:
         """Index pages into a new ``vectorstore_cls`` and an in-memory docstore.
 
-        ``documents`` are ``Document``\\ s, page texts (HTML, Markdown or plain: a string is
-        a page, never a file name) or file paths (``pathlib.Path``; the page id is the path).
+        ``documents`` are ``Document``\\ s, file paths (``pathlib.Path``, or a one-line string
+        naming an existing file: the page id is the path as given) or page texts (HTML,
+        Markdown or plain text: any other string).
         ``vectorstore_kwargs`` go to ``vectorstore_cls.from_documents`` (e.g.
         ``{"location": ":memory:", "collection_name": "docs"}`` for Qdrant, ``connection``
         and ``collection_name`` for PGVector); ``id_namespace`` defaults to their
@@ -290,10 +291,20 @@ def _as_page(page: Page) -> LCDocument:
     """A page given to ``from_documents`` as a ``Document`` (a path is read and decoded as the page declares)."""
     if isinstance(page, LCDocument):
         return page
-    if isinstance(page, str):
+    if isinstance(page, str) and not _names_file(page):
         return LCDocument(page_content=page)
     path = Path(page)
     return LCDocument(page_content=decode(path.read_bytes(), doc_id=str(path)).text, metadata={"source": str(path)})
+
+
+def _names_file(text: str) -> bool:
+    """Whether ``text`` is the name of an existing file rather than a page's text."""
+    if "\n" in text or "<" in text or len(text) > 4096:
+        return False
+    try:
+        return Path(text).is_file()
+    except OSError:  # a name the file system refuses (too long, bad bytes)
+        return False
 
 
 def _embed(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,17 +151,21 @@ def _index_batch(
 ) -> None:
     docstore = index.docstore
     parsed: list[tuple[Document, list[BaseNode], bool]] = []
-    for doc in map(_decoded_by_spire, documents):
-        old = docstore.get_document_hash(doc.node_id)
-        if old is not None and old == doc.hash and docstore.document_exists(doc.node_id):
-            report.unchanged.append(doc.node_id)
-            continue
+    for given in map(with_page_id, documents):
         try:
+            doc = _decoded_by_spire(given)  # raises NotHTMLError for a binary file named like a page
+            old = docstore.get_document_hash(doc.node_id)
+            if old is not None and old == doc.hash and docstore.document_exists(doc.node_id):
+                report.unchanged.append(doc.node_id)
+                continue
             nodes = parser.get_nodes_from_documents([doc])
         except Exception as err:  # one bad page must not end a bulk run, whatever it raises
             if errors == "raise":
                 raise
-            report.failed[doc.node_id] = str(err) if isinstance(err, SpireError) else f"{type(err).__name__}: {err}"
+            reason = str(err) if isinstance(err, SpireError) else f"{type(err).__name__}: {err}"
+            report.failed[given.node_id] = reason
+            where = given.metadata.get("file_path") or given.metadata.get("file_name")
+            log.error("page %r%s skipped: %s", given.node_id, f" ({where})" if where else "", reason)
             continue
         if not nodes:
             report.empty.append(doc.node_id)
@@ -177,6 +182,31 @@ def _index_batch(
         _replace_page(index, doc, page_nodes, existed)
         (report.updated if existed else report.added).append(doc.node_id)
     report.nodes += len(nodes)
+
+
+def with_page_id(doc: Document) -> Document:
+    """``doc``, or a copy whose id is its file's path when its id is a reader's random UUID
+    (``SimpleDirectoryReader`` without ``filename_as_id``): relative to the working directory
+    when the file is under it, else absolute. A page id a person can read, paste and cite."""
+    path = doc.metadata.get("file_path")
+    if not isinstance(path, str) or not _is_uuid(doc.node_id):
+        return doc
+    file = Path(path)
+    try:
+        page_id = file.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        page_id = file.as_posix()
+    named = doc.model_copy()
+    named.id_ = page_id
+    return named
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _decoded_by_spire(doc: Document) -> Document:

@@ -14,7 +14,7 @@ from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import BaseNode, Document, NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tqdm_iterable
 
-from spire_core import HTML, Policy, SpireError, policy_named, seeds, unit_id
+from spire_core import HTML, NotHTMLError, Policy, SpireError, policy_named, seeds, unit_id
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.results.schema import SPIRE_KEYS, unit_metadata, user_metadata
@@ -94,6 +94,7 @@ class SpireNodeParser(NodeParser):
     def parse_node(self, source: BaseNode) -> list[TextNode]:
         """The seed nodes of one source Document (raises a SpireError naming it when unreadable)."""
         doc_id = source.node_id
+        misread = spire_decoded(source, max_bytes=self.max_bytes) is not None  # raises NotHTMLError for binary files
         try:
             doc = parse_source(
                 source_text(source),
@@ -107,7 +108,7 @@ class SpireNodeParser(NodeParser):
         except Exception as err:
             err.add_note(f"while parsing document {doc_id!r}")
             raise
-        if spire_decoded(source, max_bytes=self.max_bytes) is not None:
+        if misread:
             log.warning(
                 "document %r was read as UTF-8 from %s, which is not how the page is encoded: read it with "
                 "spire_llamaindex.read_page, or SimpleDirectoryReader with "
@@ -165,7 +166,9 @@ def spire_decoded(source: BaseNode, *, max_bytes: int = DEFAULT_MAX_BYTES) -> st
     loses its accents. SPIRE decodes the bytes as a browser does (BOM, ``<meta charset>``,
     detection: :func:`spire_core.decoding.decode`). None when the source names no readable
     page file (``metadata["file_path"]``, a :data:`PAGE_SUFFIXES` suffix), when its text is
-    not such a reading (already SPIRE's, or edited since), or when the file cannot be decoded.
+    not such a reading (already SPIRE's, or edited since), or when the file cannot be decoded;
+    raises :class:`~spire_core.NotHTMLError` when the file is binary (an image or archive named
+    like a page), whose UTF-8 reading would otherwise be indexed as text.
     """
     path = (source.metadata or {}).get("file_path")
     if not isinstance(path, str) or Path(path).suffix.lower() not in PAGE_SUFFIXES:
@@ -174,12 +177,14 @@ def spire_decoded(source: BaseNode, *, max_bytes: int = DEFAULT_MAX_BYTES) -> st
         data = Path(path).read_bytes()
     except OSError:
         return None
-    text = source_text(source)
-    if text not in {data.decode("utf-8", errors="ignore"), data.decode("utf-8", errors="replace")}:
-        return None
     try:
         decoded = decode(data, max_bytes=max_bytes, doc_id=source.node_id).text
+    except NotHTMLError:
+        raise  # a binary file (an image, an archive) named like a page: no reading of it is a page
     except SpireError:
+        return None
+    text = source_text(source)
+    if text not in {data.decode("utf-8", errors="ignore"), data.decode("utf-8", errors="replace")}:
         return None
     return decoded if decoded != text else None
 

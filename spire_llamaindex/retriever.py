@@ -23,7 +23,15 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from spire_core import HTML, Citation, Policy, Subdocument, from_metadata, to_metadata
-from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
+from spire_core.options import (
+    DEFAULT_BUDGET,
+    DEFAULT_FILL,
+    DEFAULT_FIRST_K,
+    DEFAULT_MAX_ROUNDS,
+    DEFAULT_SIZE,
+    Fmt,
+    OnPageError,
+)
 from spire_core.pipeline import (
     Bridge,
     QueryOptions,
@@ -162,21 +170,15 @@ class SpireRetriever(BaseRetriever):
         if filters is not None:
             self.search_kwargs["filters"] = filters
 
-    @property
-    def budget(self) -> int:
-        return self.options.budget
-
-    @property
-    def policy(self) -> Policy:
-        return self.options.policy
-
-    @property
-    def fmt(self) -> Fmt:
-        return self.options.fmt
-
-    @property
-    def size(self) -> SizeFn:
-        return self.options.size
+    # the options by name, as on the LangChain retriever (one vocabulary)
+    budget = property(lambda self: self.options.budget)
+    size = property(lambda self: self.options.size)
+    policy = property(lambda self: self.options.policy)
+    fmt = property(lambda self: self.options.fmt)
+    first_k = property(lambda self: self.options.first_k)
+    max_rounds = property(lambda self: self.options.max_rounds)
+    fill = property(lambda self: self.options.fill)
+    tables = property(lambda self: self.options.tables)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -188,13 +190,15 @@ class SpireRetriever(BaseRetriever):
         storage_context: StorageContext | None = None,
         parser: SpireNodeParser | None = None,
         show_progress: bool = False,
+        errors: OnPageError = "skip",
         policy: Policy | None = None,
         fmt: Fmt | None = None,
         **options: Any,
     ) -> SpireRetriever:
         """Parse ``documents`` (HTML or Markdown pages), embed their units (the packaged model by
         default), store the pages; ``options`` are the retriever's. ``policy`` and ``fmt`` default
-        to the parser's."""
+        to the parser's. A page that cannot be read (a binary file named ``.html``, a page over
+        the size limit) is logged with its id and reason and left out (``errors="raise"`` raises)."""
         parser = parser or SpireNodeParser()
         index = build_index(
             documents,
@@ -202,6 +206,7 @@ class SpireRetriever(BaseRetriever):
             embed_model=embed_model,
             storage_context=storage_context,
             show_progress=show_progress,
+            errors=errors,
         )
         return cls(
             index,

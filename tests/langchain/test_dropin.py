@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from spire_langchain import SpireRetriever, SpireTransformer
@@ -37,7 +38,7 @@ async def test_async_invoke_matches() -> None:
     assert await splitter.ainvoke(small_pages()) == splitter.split_documents(small_pages())
 
 
-def test_from_html_takes_strings_documents_and_paths(tmp_path: Path) -> None:
+def test_from_documents_takes_strings_documents_and_paths(tmp_path: Path) -> None:
     page = tmp_path / "tea.html"
     page.write_text(SMALL_PAGES["tea.html"], encoding="utf-8")
     notes = tmp_path / "notes.md"
@@ -51,7 +52,27 @@ def test_from_html_takes_strings_documents_and_paths(tmp_path: Path) -> None:
     assert cocoa.page_content.startswith("# Notes\n\n## Cocoa")  # Markdown read as structure
 
 
-def test_from_html_vectorstore_kwargs_and_progress(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_name_string_is_read_as_the_file(embeddings: Embeddings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's snippet: ``from_documents(["examples/pages/postgresql-wal.html"])`` indexes the page,
+    not its name, and the README's question retrieves the answer sentence."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    retriever = SpireRetriever.from_documents(["examples/pages/postgresql-wal.html"], embeddings)
+    [page] = retriever.invoke("What is the valid range of checkpoint_timeout?")
+    assert page.metadata["spire_doc_id"] == "examples/pages/postgresql-wal.html"
+    assert "The valid range is between 30 seconds and one day." in page.page_content
+    text = SpireRetriever.from_documents(["<p>examples/pages/postgresql-wal.html is a file name.</p>"], embeddings)
+    assert "is a file name" in text.invoke("file name")[0].page_content  # markup: a page, whatever it names
+
+
+def test_search_kwargs_k_caps_the_pages(keyword_embeddings: KeywordEmbeddings) -> None:
+    """``search_kwargs={"k": 4}``, the LangChain idiom, caps the pages (it raised a TypeError in the store call)."""
+    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, search_kwargs={"k": 1})
+    docs = retriever.invoke("coffee tea cocoa tyre pressure")
+    assert len(docs) == 1
+    assert len(retriever.invoke("coffee tea cocoa tyre pressure", k=3)) == 3
+
+
+def test_from_documents_vectorstore_kwargs_and_progress(capsys: pytest.CaptureFixture[str]) -> None:
     from langchain_qdrant import QdrantVectorStore
 
     retriever = SpireRetriever.from_documents(

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from pathlib import Path
 
 import pytest
-from llama_index.core import Document, Settings
+from llama_index.core import Document, Settings, SimpleDirectoryReader
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from spire_core import HEADERS, HTML, NONE, TITLE, compose
@@ -93,3 +94,38 @@ def test_markdown_documents_get_their_structure() -> None:
     assert "- checkpoint_timeout" in item
     cell = next(n.get_content() for n in nodes if "1.6 TB" in n.get_content())
     assert "Upper limit" in cell and "row size" in cell
+
+
+def test_a_binary_file_named_html_gives_no_node(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """SimpleDirectoryReader reads a PNG named ``.html`` as UTF-8 text: it must not be indexed."""
+    (tmp_path / "limits.html").write_text(PAGE, encoding="utf-8")
+    (tmp_path / "logo.html").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40)
+    documents = SimpleDirectoryReader(str(tmp_path)).load_data()
+    assert len(documents) == 2
+    retriever = SpireRetriever.from_documents(documents, embed_model=HashEmbedding(model_name="hash"))
+    pages = {n.node.metadata["spire_doc_id"] for n in retriever.retrieve("valid range of checkpoint_timeout png")}
+    assert pages == {(tmp_path / "limits.html").as_posix()}  # the file's path, not the reader's random id
+    assert not any("logo" in n.metadata.get("file_name", "") for n in retriever.index.docstore.docs.values())
+    assert "logo.html" in caplog.text
+
+
+def test_metadata_filters_and_the_query_engine() -> None:
+    """``filters=MetadataFilters(...)`` reaches the vector store query; ``as_query_engine`` keeps SPIRE's retrieval."""
+    from llama_index.core.llms.mock import MockLLM
+    from llama_index.core.vector_stores import ExactMatchFilter, MetadataFilters
+
+    pages = [
+        Document(text=PAGE, id_="limits.html", metadata={"product": "db"}),
+        Document(
+            text=PAGE.replace("checkpoint_timeout", "flush_interval"), id_="other.html", metadata={"product": "mq"}
+        ),
+    ]
+    embed = HashEmbedding(model_name="hash")
+    only_mq = MetadataFilters(filters=[ExactMatchFilter(key="product", value="mq")])
+    retriever = SpireRetriever.from_documents(pages, embed_model=embed, filters=only_mq)
+    found = retriever.retrieve("valid range of checkpoint_timeout")
+    assert found and {n.node.metadata["spire_doc_id"] for n in found} == {"other.html"}
+    engine = retriever.as_query_engine(llm=MockLLM())
+    response = engine.query("valid range of flush_interval")
+    assert response.source_nodes and "30 seconds and one day" in response.source_nodes[0].node.get_content()
+    assert response.source_nodes[0].node.metadata["spire_citations"]  # SPIRE's results, not the index's own
