@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from spire_core.options import DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS
+from spire_core.pipeline import widest
 from spire_runtime.database import postgres_url
 from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
     from langchain_postgres import PGVectorStore
 
 
-#: The most hits one retrieval asks for: the first search's k, doubled each further round.
-MAX_HITS = DEFAULT_FIRST_K * 2 ** (DEFAULT_MAX_ROUNDS - 1)
-
-
 def vector_store(
     uri: str,
     embeddings: Embeddings,
@@ -41,8 +38,14 @@ def vector_store(
     table: str = DEFAULT_INDEX_NAME,
     embed_dim: int = MODEL_DIM,
     hnsw: bool = True,
+    ef_search: int | None = None,
 ) -> PGVectorStore:
-    """``langchain-postgres``' ``PGVectorStore`` over table ``table``, created (with its HNSW index) if missing."""
+    """``langchain-postgres``' ``PGVectorStore`` over table ``table``, created (with its HNSW index) if missing.
+
+    An HNSW scan returns at most ``ef_search`` rows (pgvector's default is 40): it is raised to
+    the most hits a query's rounds ask for (:func:`spire_core.pipeline.widest` of the defaults,
+    or of the retriever's own ``first_k`` and ``max_rounds``: :func:`postgres_retriever` does).
+    """
     from langchain_postgres import Column, PGEngine, PGVectorStore
     from langchain_postgres.v2.indexes import HNSWIndex, HNSWQueryOptions
     from sqlalchemy import create_engine, inspect
@@ -56,10 +59,8 @@ def vector_store(
     if not exists:
         # text ids: SPIRE's unit ids are strings, not necessarily UUIDs
         engine.init_vectorstore_table(table, embed_dim, id_column=Column("langchain_id", "TEXT", nullable=False))
-    # an HNSW scan returns at most ef_search rows (40 by default): raise it to SPIRE's last round's k
-    store = PGVectorStore.create_sync(
-        engine, embeddings, table, index_query_options=HNSWQueryOptions(ef_search=MAX_HITS) if hnsw else None
-    )
+    options = HNSWQueryOptions(ef_search=ef_search or widest()) if hnsw else None
+    store = PGVectorStore.create_sync(engine, embeddings, table, index_query_options=options)
     if hnsw and not exists:
         store.apply_vector_index(HNSWIndex())
     return store
@@ -90,8 +91,9 @@ def postgres_retriever(
     ``fields`` are retriever fields (``budget``, ``transformer``, ...).
     """
     embeddings = embeddings or default_embeddings()
+    ef_search = widest(fields.get("first_k", DEFAULT_FIRST_K), fields.get("max_rounds", DEFAULT_MAX_ROUNDS))
     return SpireRetriever(
-        vectorstore=vector_store(uri, embeddings, table=table, embed_dim=embed_dim, hnsw=hnsw),
+        vectorstore=vector_store(uri, embeddings, table=table, embed_dim=embed_dim, hnsw=hnsw, ef_search=ef_search),
         docstore=page_store(uri, table=table),
         **fields,
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spire_core.options import DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS
+from spire_core.pipeline import widest
 from spire_runtime.database import postgres_url
 from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 
@@ -27,11 +27,11 @@ if TYPE_CHECKING:
     from llama_index.storage.docstore.postgres import PostgresDocumentStore
     from llama_index.vector_stores.postgres import PGVectorStore
 
-#: The most hits one retrieval asks for: the first search's k, doubled each further round.
-MAX_HITS = DEFAULT_FIRST_K * 2 ** (DEFAULT_MAX_ROUNDS - 1)
 #: pgvector HNSW parameters (cosine distance, as the retriever queries). An HNSW scan returns at
-#: most ``ef_search`` rows (40 by default), so it is raised to what SPIRE's last round asks for.
-HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": MAX_HITS, "hnsw_dist_method": "vector_cosine_ops"}
+#: most ``ef_search`` rows (40 by default): it is raised to what the last round of a query with the
+#: default options asks for, and each query of :class:`~spire_llamaindex.SpireRetriever` sets it to
+#: its own widest round (:func:`spire_core.pipeline.widest`).
+HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": widest(), "hnsw_dist_method": "vector_cosine_ops"}
 
 
 def vector_store(

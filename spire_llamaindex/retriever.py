@@ -231,7 +231,7 @@ class SpireRetriever(BaseRetriever):
         widest = self.options.widest
         top: Callable[[int], Sequence[NodeWithScore]]
         if isinstance(self.index, VectorStoreIndex):
-            ranking = Ranking(self.index, bundle, widest, self.search_kwargs, first=self.options.first_k)
+            ranking = Ranking(self.index, bundle, widest, self._index_kwargs(widest), first=self.options.first_k)
             top = ranking.top if run is None else (lambda k: run(ranking.atop(k)))
         else:
             retriever = self.index if isinstance(self.index, BaseRetriever) else self.index(widest)
@@ -240,6 +240,16 @@ class SpireRetriever(BaseRetriever):
             )
             top = searched_once(once, widest)
         return store_search(top, _store_hit)
+
+    def _index_kwargs(self, widest: int) -> dict[str, Any]:
+        """``VectorIndexRetriever`` options: ``search_kwargs``, and for a store searched through an
+        HNSW index with a bounded scan (pgvector's ``hnsw.ef_search``), a scan as wide as this
+        query's widest round."""
+        kwargs = dict(self.search_kwargs)
+        hnsw = getattr(getattr(self.index, "vector_store", None), "hnsw_kwargs", None)
+        if isinstance(hnsw, dict) and int(hnsw.get("hnsw_ef_search") or 0) < widest:
+            kwargs["vector_store_kwargs"] = {"hnsw_ef_search": widest, **kwargs.get("vector_store_kwargs", {})}
+        return kwargs
 
     # -- BaseRetriever -----------------------------------------------------------------
     def retrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:

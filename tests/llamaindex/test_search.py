@@ -141,3 +141,17 @@ async def test_a_fetch_that_a_delete_races_is_tried_again(
     else:
         results = await retriever.aretrieve_subdocuments(QUESTION)
     assert raced and [(s.doc_id, s.paths, s.text) for s in results] == expected
+
+
+def test_an_hnsw_store_scans_as_wide_as_the_query_asks() -> None:
+    """pgvector's HNSW scan returns at most ``hnsw.ef_search`` rows: a query with ``first_k=64`` widens it."""
+    from types import SimpleNamespace
+
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    from spire_core.pipeline import widest
+
+    retriever = SpireRetriever(lambda k: None, SimpleDocumentStore(), first_k=64)  # type: ignore[arg-type,return-value]
+    retriever.index = SimpleNamespace(vector_store=SimpleNamespace(hnsw_kwargs={"hnsw_ef_search": widest()}))  # type: ignore[assignment]
+    assert retriever._index_kwargs(retriever.options.widest) == {"vector_store_kwargs": {"hnsw_ef_search": 512}}
+    assert SpireRetriever(lambda k: None, SimpleDocumentStore())._index_kwargs(256) == {}  # type: ignore[arg-type,return-value]
