@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K
-from spire_runtime.defaults import DEFAULT_INDEX_NAME
+from spire_runtime.defaults import DEFAULT_BATCH_PAGES, DEFAULT_INDEX_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -63,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     index.add_argument("--no-global-context", action="store_true", help="embed bare sentences (ablation)")
     index.add_argument("--rebuild", action="store_true", help="discard what the store holds and index afresh")
+    index.add_argument(
+        "--batch-pages",
+        type=int,
+        default=DEFAULT_BATCH_PAGES,
+        metavar="N",
+        help=f"pages per batch, each saved when done: a killed run resumes after it (default {DEFAULT_BATCH_PAGES})",
+    )
     index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
 
     query = sub.add_parser("query", help="retrieve cited evidence for a question")
@@ -128,57 +135,85 @@ def _index(args: argparse.Namespace) -> int:
         return _index_db(args)
 
     from .embedding import default_embed_model
-    from .index import PAGE_SUFFIXES, build_index, page_files, remove_documents, update_index
+    from .index import (
+        PAGE_SUFFIXES,
+        IndexUpdate,
+        StageProgress,
+        build_index,
+        page_files,
+        remove_documents,
+        update_index,
+    )
     from .parser import SpireNodeParser
-    from .store import MANIFEST, StoreError, load_store, parser_settings, save_store
+    from .store import MANIFEST, StoreError, is_store_leftover, load_store, parser_settings, save_store, store_lock
 
     if args.ray is not None:
         raise UsageError("--ray writes to a database: give --db URI")
+    if args.batch_pages < 1:
+        raise UsageError("--batch-pages must be at least 1")
     files = page_files(pages)
     if not files:
         raise UsageError(f"no pages ({', '.join('*' + s for s in PAGE_SUFFIXES)}) under {str(pages)!r}")
     store: Path = args.store
-    exists = (store / MANIFEST).is_file()
     if store.exists() and not store.is_dir():
         raise UsageError(f"--store {str(store)!r} is a file, not a folder")
-    if not exists and store.is_dir() and any(store.iterdir()):
-        raise UsageError(f"--store {str(store)!r} is a non-empty folder that is not a SPIRE store: choose another")
+    if store.is_dir() and not (store / MANIFEST).is_file():
+        foreign = sorted(p.name for p in store.iterdir() if not is_store_leftover(p.name))
+        if foreign:  # what an interrupted first run leaves (data folders, temporary files) is no obstacle
+            raise UsageError(
+                f"--store {str(store)!r} is a non-empty folder that is not a SPIRE store "
+                f"(it holds {foreign[0]!r}): choose another"
+            )
     parser = SpireNodeParser(unit=args.unit, policy=NONE if args.no_global_context else HTML)
-
     documents = _Pages(files, pages, max_bytes=parser.max_bytes)
     failed = documents.failed
-    progress = not args.quiet
-    embed = default_embed_model()
-    previous: list[str] = []
-    if exists and not args.rebuild:
-        opened = load_store(store, embed_model=embed)
-        if parser_settings(opened.parser) != parser_settings(parser):
-            raise StoreError(
-                f"the store at {str(store)!r} was built with other settings ({parser_settings(opened.parser)}): "
-                "use --rebuild or another --store"
+    with store_lock(store):  # one writer at a time: a second gets a StoreLockedError naming this one
+        exists = (store / MANIFEST).is_file()
+        embed = default_embed_model()
+        previous: list[str] = []
+        if exists and not args.rebuild:
+            opened = load_store(store, embed_model=embed)
+            if parser_settings(opened.parser) != parser_settings(parser):
+                raise StoreError(
+                    f"the store at {str(store)!r} was built with other settings ({parser_settings(opened.parser)}): "
+                    "use --rebuild or another --store"
+                )
+            previous = list(opened.manifest.get("documents", []))
+            index = opened.index
+        else:  # a new store, --rebuild, or a first run that was interrupted: start from an empty index
+            index = build_index([], parser=parser, embed_model=embed)
+        extra = {"pages_dir": str(pages.resolve())}
+
+        def commit(report: IndexUpdate) -> None:
+            """Save each finished batch: a killed run resumes after it (its pages are then unchanged)."""
+            done = set(previous) | set(report.added) | set(report.updated) | set(report.unchanged)
+            nodes = len(index.index_struct.nodes_dict)
+            save_store(store, index, parser, sorted(done), extra={**extra, "nodes": nodes}, complete=False)
+
+        progress = StageProgress(len(files), disable=args.quiet)
+        try:
+            report = update_index(
+                index,
+                documents,
+                parser=parser,
+                errors="skip",
+                batch_pages=args.batch_pages,
+                progress=progress,
+                on_batch=commit,
             )
-        previous = list(opened.manifest.get("documents", []))
-        index = opened.index
-        report = update_index(index, documents, parser=parser, show_progress=progress, errors="skip")
+        finally:
+            progress.close()
         current = {path.relative_to(pages).as_posix() for path in files}
         removed = remove_documents(index, [d for d in previous if d not in current and d not in failed])
-    else:
-        if exists:  # --rebuild: start from an empty store
-            for name in os.listdir(store):
-                if name.endswith(".json"):
-                    (store / name).unlink()
-        index = build_index([], parser=parser, embed_model=embed, show_progress=progress)
-        report = update_index(index, documents, parser=parser, show_progress=progress, errors="skip")
-        removed = []
-    failed.update(report.failed)
-    kept = set(report.added) | set(report.updated) | set(report.unchanged)
-    kept |= {d for d in previous if d in failed}  # an unreadable new version keeps the old one
-    if not kept:
-        for doc_id, reason in sorted(failed.items()):
-            print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
-        raise UsageError(f"none of the {len(files)} page(s) under {str(pages)!r} could be read")
-    nodes = len(index.index_struct.nodes_dict)
-    save_store(store, index, parser, sorted(kept), extra={"pages_dir": str(pages.resolve()), "nodes": nodes})
+        failed.update(report.failed)
+        kept = set(report.added) | set(report.updated) | set(report.unchanged)
+        kept |= {d for d in previous if d in failed}  # an unreadable new version keeps the old one
+        if not kept:
+            for doc_id, reason in sorted(failed.items()):
+                print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
+            raise UsageError(f"none of the {len(files)} page(s) under {str(pages)!r} could be read")
+        nodes = len(index.index_struct.nodes_dict)
+        save_store(store, index, parser, sorted(kept), extra={**extra, "nodes": nodes})
     print(
         f"indexed {len(kept)} page(s), {nodes} nodes, into {store}: "
         f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
