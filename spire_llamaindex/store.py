@@ -448,6 +448,9 @@ def _load(
     kv = _packed_docstore(path, data)
     stored = kv.keys(_DOCSTORE_DATA)
     ids = vectors.data.embedding_dict.keys()
+    expected = manifest.get("nodes")
+    if isinstance(expected, int) and len(ids) != expected:
+        raise _damaged(path, data / VECTOR_STORE_FILE, f"{len(ids)} vectors where the store wrote {expected}")
     missing = sum(1 for i in ids if i not in stored)
     if missing:
         what = f"lacks {missing} of the {len(ids)} units {VECTOR_STORE_FILE} indexes"

@@ -242,6 +242,11 @@ def _data_file(store: Path, name: str) -> Path:
         ("docstore.json", lambda t: "{}" + " " * (len(t) - 2), r"docstore.json: lacks (\d+) of the \1 units"),
         ("default__vector_store.json", lambda t: "[" + t[1:], "default__vector_store.json: not valid JSON"),
         ("index_store.json", lambda t: "{" * len(t), "index_store.json: not valid JSON"),
+        (
+            "default__vector_store.json",
+            lambda t: json.dumps({"embedding_dict": {}}).ljust(len(t)),
+            r"default__vector_store.json: 0 vectors where the store wrote \d+",
+        ),
     ],
 )
 def test_a_damaged_store_names_the_file_and_the_fix(
