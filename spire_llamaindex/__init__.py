@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .parser import SpireFileReader, SpireNodeParser, spire_file_extractor
     from .postprocessor import SpireEvidenceFilter
     from .retriever import SpireRetriever, citations_of, subdocument_of
-    from .store import Store, StoreError, load_store, save_store
+    from .store import Store, StoreDamagedError, StoreError, StoreLockedError, load_store, save_store
 
 #: where each public name lives: imported on first use, so ``spire --help`` starts without LlamaIndex
 _LAZY = {
@@ -52,7 +52,9 @@ _LAZY = {
     **dict.fromkeys(["SpireFileReader", "SpireNodeParser", "spire_file_extractor"], ".parser"),
     "SpireEvidenceFilter": ".postprocessor",
     **dict.fromkeys(["SpireRetriever", "citations_of", "subdocument_of"], ".retriever"),
-    **dict.fromkeys(["Store", "StoreError", "load_store", "save_store"], ".store"),
+    **dict.fromkeys(
+        ["Store", "StoreDamagedError", "StoreError", "StoreLockedError", "load_store", "save_store"], ".store"
+    ),
 }
 
 
@@ -74,7 +76,9 @@ __all__ = [
     "SpireNodeParser",
     "SpireRetriever",
     "Store",
+    "StoreDamagedError",
     "StoreError",
+    "StoreLockedError",
     "build_index",
     "citations_of",
     "default_embeddings",

@@ -5,6 +5,7 @@
     spire query --store DIR "question" [--budget N] [--llm-base-url URL --llm-model NAME] [--json]
     spire query --db postgresql://... "question"
     spire show --store DIR 'DOC_ID#PATHS' --out FILE.html
+    spire serve --store DIR [--host 127.0.0.1 --port 8765]   (GET /query?q=..., /health: JSON)
 
 Everything runs offline with the packaged embedding model. Exit codes: 0 success, 1 some
 pages could not be indexed (the others were), 2 usage or input error (one line on stderr).
@@ -22,14 +23,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K
-from spire_runtime.defaults import DEFAULT_INDEX_NAME
+from spire_runtime.defaults import DEFAULT_BATCH_PAGES, DEFAULT_INDEX_NAME
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from llama_index.core.schema import Document, NodeWithScore
 
-    from spire_core import Citation
 
 PROG = "spire"
 
@@ -63,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     index.add_argument("--no-global-context", action="store_true", help="embed bare sentences (ablation)")
     index.add_argument("--rebuild", action="store_true", help="discard what the store holds and index afresh")
+    index.add_argument(
+        "--batch-pages",
+        type=int,
+        default=DEFAULT_BATCH_PAGES,
+        metavar="N",
+        help=f"pages per batch, each saved when done: a killed run resumes after it (default {DEFAULT_BATCH_PAGES})",
+    )
     index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
 
     query = sub.add_parser("query", help="retrieve cited evidence for a question")
@@ -76,17 +83,49 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--top-k", type=int, default=DEFAULT_FIRST_K, help=f"sentence hits searched first (default {DEFAULT_FIRST_K})"
     )
-    query.add_argument("--llm-base-url", help="OpenAI-compatible server for the evidence filter")
-    query.add_argument("--llm-model", help="model name on that server")
-    query.add_argument("--llm-api-key", default=os.environ.get("SPIRE_LLM_API_KEY", "unused"))
-    query.add_argument("--llm-timeout", type=float, default=60.0, help="seconds (default 60)")
+    _llm_arguments(query)
     query.add_argument("--json", action="store_true", help="print JSON")
+
+    serve = sub.add_parser("serve", help="answer queries over HTTP (JSON), the store and model loaded once")
+    serve.add_argument("--store", required=True, type=Path)
+    serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    serve.add_argument(
+        "--budget", type=int, default=DEFAULT_BUDGET, help=f"default token budget (default {DEFAULT_BUDGET})"
+    )
+    serve.add_argument(
+        "--top-k", type=int, default=DEFAULT_FIRST_K, help=f"default first hits (default {DEFAULT_FIRST_K})"
+    )
+    _llm_arguments(serve)
 
     show = sub.add_parser("show", help="write a page with citations highlighted")
     show.add_argument("--store", required=True, type=Path)
     show.add_argument("citations", metavar="CITATION_ID", nargs="+", help="DOC_ID#PATHS as printed by `spire query`")
     show.add_argument("--out", required=True, type=Path, help="HTML file to write")
     return parser
+
+
+def _llm_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--llm-base-url", help="OpenAI-compatible server for the evidence filter")
+    command.add_argument("--llm-model", help="model name on that server")
+    command.add_argument("--llm-api-key", default=os.environ.get("SPIRE_LLM_API_KEY", "unused"))
+    command.add_argument("--llm-timeout", type=float, default=60.0, help="seconds (default 60)")
+
+
+def _llm(args: argparse.Namespace) -> Any:
+    """The OpenAI-compatible LLM of ``--llm-base-url``/``--llm-model``, or None."""
+    if not args.llm_base_url:
+        return None
+    from llama_index.llms.openai_like import OpenAILike
+
+    return OpenAILike(
+        api_base=args.llm_base_url,
+        model=args.llm_model,
+        api_key=args.llm_api_key,
+        is_chat_model=True,
+        timeout=args.llm_timeout,
+        max_retries=0,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
             return _index(args)
         if args.command == "query":
             return _query(args)
+        if args.command == "serve":
+            return _serve(args)
         return _show(args)
     except (UsageError, SpireError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
@@ -128,57 +169,85 @@ def _index(args: argparse.Namespace) -> int:
         return _index_db(args)
 
     from .embedding import default_embeddings
-    from .index import PAGE_SUFFIXES, build_index, page_files, remove_documents, update_index
+    from .index import (
+        PAGE_SUFFIXES,
+        IndexUpdate,
+        StageProgress,
+        build_index,
+        page_files,
+        remove_documents,
+        update_index,
+    )
     from .parser import SpireNodeParser
-    from .store import MANIFEST, StoreError, load_store, parser_settings, save_store
+    from .store import MANIFEST, StoreError, is_store_leftover, load_store, parser_settings, save_store, store_lock
 
     if args.ray is not None:
         raise UsageError("--ray writes to a database: give --db URI")
+    if args.batch_pages < 1:
+        raise UsageError("--batch-pages must be at least 1")
     files = page_files(pages)
     if not files:
         raise UsageError(f"no pages ({', '.join('*' + s for s in PAGE_SUFFIXES)}) under {str(pages)!r}")
     store: Path = args.store
-    exists = (store / MANIFEST).is_file()
     if store.exists() and not store.is_dir():
         raise UsageError(f"--store {str(store)!r} is a file, not a folder")
-    if not exists and store.is_dir() and any(store.iterdir()):
-        raise UsageError(f"--store {str(store)!r} is a non-empty folder that is not a SPIRE store: choose another")
+    if store.is_dir() and not (store / MANIFEST).is_file():
+        foreign = sorted(p.name for p in store.iterdir() if not is_store_leftover(p.name))
+        if foreign:  # what an interrupted first run leaves (data folders, temporary files) is no obstacle
+            raise UsageError(
+                f"--store {str(store)!r} is a non-empty folder that is not a SPIRE store "
+                f"(it holds {foreign[0]!r}): choose another"
+            )
     parser = SpireNodeParser(unit=args.unit, policy=NONE if args.no_global_context else HTML)
-
     documents = _Pages(files, pages, max_bytes=parser.max_bytes)
     failed = documents.failed
-    progress = not args.quiet
-    embed = default_embeddings()
-    previous: list[str] = []
-    if exists and not args.rebuild:
-        opened = load_store(store, embed_model=embed)
-        if parser_settings(opened.parser) != parser_settings(parser):
-            raise StoreError(
-                f"the store at {str(store)!r} was built with other settings ({parser_settings(opened.parser)}): "
-                "use --rebuild or another --store"
+    with store_lock(store):  # one writer at a time: a second gets a StoreLockedError naming this one
+        exists = (store / MANIFEST).is_file()
+        embed = default_embeddings()
+        previous: list[str] = []
+        if exists and not args.rebuild:
+            opened = load_store(store, embed_model=embed)
+            if parser_settings(opened.parser) != parser_settings(parser):
+                raise StoreError(
+                    f"the store at {str(store)!r} was built with other settings ({parser_settings(opened.parser)}): "
+                    "use --rebuild or another --store"
+                )
+            previous = list(opened.manifest.get("documents", []))
+            index = opened.index
+        else:  # a new store, --rebuild, or a first run that was interrupted: start from an empty index
+            index = build_index([], parser=parser, embed_model=embed)
+        extra = {"pages_dir": str(pages.resolve())}
+
+        def commit(report: IndexUpdate) -> None:
+            """Save each finished batch: a killed run resumes after it (its pages are then unchanged)."""
+            done = set(previous) | set(report.added) | set(report.updated) | set(report.unchanged)
+            nodes = len(index.index_struct.nodes_dict)
+            save_store(store, index, parser, sorted(done), extra={**extra, "nodes": nodes}, complete=False)
+
+        progress = StageProgress(len(files), disable=args.quiet)
+        try:
+            report = update_index(
+                index,
+                documents,
+                parser=parser,
+                errors="skip",
+                batch_pages=args.batch_pages,
+                progress=progress,
+                on_batch=commit,
             )
-        previous = list(opened.manifest.get("documents", []))
-        index = opened.index
-        report = update_index(index, documents, parser=parser, show_progress=progress, errors="skip")
+        finally:
+            progress.close()
         current = {path.relative_to(pages).as_posix() for path in files}
         removed = remove_documents(index, [d for d in previous if d not in current and d not in failed])
-    else:
-        if exists:  # --rebuild: start from an empty store
-            for name in os.listdir(store):
-                if name.endswith(".json"):
-                    (store / name).unlink()
-        index = build_index([], parser=parser, embed_model=embed, show_progress=progress)
-        report = update_index(index, documents, parser=parser, show_progress=progress, errors="skip")
-        removed = []
-    failed.update(report.failed)
-    kept = set(report.added) | set(report.updated) | set(report.unchanged)
-    kept |= {d for d in previous if d in failed}  # an unreadable new version keeps the old one
-    if not kept:
-        for doc_id, reason in sorted(failed.items()):
-            print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
-        raise UsageError(f"none of the {len(files)} page(s) under {str(pages)!r} could be read")
-    nodes = len(index.index_struct.nodes_dict)
-    save_store(store, index, parser, sorted(kept), extra={"pages_dir": str(pages.resolve()), "nodes": nodes})
+        failed.update(report.failed)
+        kept = set(report.added) | set(report.updated) | set(report.unchanged)
+        kept |= {d for d in previous if d in failed}  # an unreadable new version keeps the old one
+        if not kept:
+            for doc_id, reason in sorted(failed.items()):
+                print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
+            raise UsageError(f"none of the {len(files)} page(s) under {str(pages)!r} could be read")
+        nodes = len(index.index_struct.nodes_dict)
+        save_store(store, index, parser, sorted(kept), extra={**extra, "nodes": nodes})
     print(
         f"indexed {len(kept)} page(s), {nodes} nodes, into {store}: "
         f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "
@@ -236,21 +305,26 @@ def _index_db(args: argparse.Namespace) -> int:
 
 
 # -- query --------------------------------------------------------------------------------
-def _citation_json(cit: Citation) -> dict[str, Any]:
-    return {"id": cit.key(), **cit.to_dict()}
-
-
-def _query(args: argparse.Namespace) -> int:
-    from spire_core.results.schema import COST, DOC_ID, FILTER, PATHS
-
-    from .store import load_store, read_manifest
-
-    if not args.question.strip():
-        raise UsageError("the question is empty")
+def _check_query_options(args: argparse.Namespace) -> None:
     if args.budget <= 0 or args.top_k <= 0:
         raise UsageError("--budget and --top-k must be positive")
     if bool(args.llm_base_url) != bool(args.llm_model):
         raise UsageError("--llm-base-url and --llm-model go together")
+
+
+def _warn_incomplete(manifest: dict[str, Any], store: Path) -> None:
+    if manifest.get("complete", True) is False:
+        logging.getLogger("spire_llamaindex").warning(
+            "the store at %r holds the pages of an interrupted `spire index` run: run it again to finish", str(store)
+        )
+
+
+def _query(args: argparse.Namespace) -> int:
+    from .store import load_store, read_manifest
+
+    if not args.question.strip():
+        raise UsageError("the question is empty")
+    _check_query_options(args)
     if (args.store is None) == (args.db is None):
         raise UsageError("give --store DIR or --db URI (one of them)")
     if args.db is not None:
@@ -259,52 +333,46 @@ def _query(args: argparse.Namespace) -> int:
 
         retriever = SpireRetriever(postgres_index(args.db, table=args.table), budget=args.budget, first_k=args.top_k)
     else:
-        read_manifest(args.store)  # a clear error before the model loads
+        _warn_incomplete(read_manifest(args.store), args.store)  # a clear error before the model loads
         retriever = load_store(args.store).retriever(budget=args.budget, first_k=args.top_k)
-    from .retriever import citations_of
+    from .serve import payload_of, query_nodes
 
-    nodes: list[NodeWithScore] = retriever.retrieve(args.question)
-    report: dict[str, Any] | None = None
-    if args.llm_base_url:
-        from llama_index.llms.openai_like import OpenAILike
-
-        from .postprocessor import SpireEvidenceFilter
-
-        llm = OpenAILike(
-            api_base=args.llm_base_url,
-            model=args.llm_model,
-            api_key=args.llm_api_key,
-            is_chat_model=True,
-            timeout=args.llm_timeout,
-            max_retries=0,
-        )
-        nodes = SpireEvidenceFilter(llm, retriever).postprocess_nodes(nodes, query_str=args.question)
-        reports = [n.node.metadata.get(FILTER) for n in nodes]
-        # a failed filter is logged (once) by SpireEvidenceFilter; the report says so in --json
-        report = next((r for r in reports if r), {"ok": True, "labels": [], "unknown": [], "error": None})
-    results: list[dict[str, Any]] = []
-    for n in nodes:
-        meta = n.node.metadata
-        results.append(
-            {
-                "doc_id": meta.get(DOC_ID),
-                "score": n.score,
-                "cost": meta.get(COST),
-                "paths": meta.get(PATHS),
-                "text": n.node.get_content(),
-                "citations": [_citation_json(c) for c in citations_of(n)],
-            }
-        )
+    nodes, report = query_nodes(retriever, args.question, llm=_llm(args))
     if args.json:
-        payload = {"query": args.question, "budget": args.budget, "results": results, "filter": report}
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        print(json.dumps(payload_of(args.question, args.budget, nodes, report), ensure_ascii=False, indent=2))
         return 0
-    if not results:
+    if not nodes:
         print("no evidence found")
         return 0
     _print_sources(nodes, retriever, args.budget)
     if args.store is not None:
         print(f"\nhighlight one: {PROG} show --store {shlex.quote(str(args.store))} CITATION_ID --out page.html")
+    return 0
+
+
+# -- serve --------------------------------------------------------------------------------
+def _serve(args: argparse.Namespace) -> int:
+    from .store import load_store, read_manifest
+
+    _check_query_options(args)
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
+    _warn_incomplete(read_manifest(args.store), args.store)
+    from .serve import QueryService, SpireServer
+
+    service = QueryService(load_store(args.store), budget=args.budget, first_k=args.top_k, llm=_llm(args))
+    service.warm()
+    try:
+        server = SpireServer(service, args.host, args.port)
+    except OSError as err:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
+    print(f"serving {args.store} on {server.url} (/query?q=..., /health); Ctrl-C stops", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return 0
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from llama_index.core import Settings
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
@@ -110,6 +110,41 @@ def settings_embed_model() -> BaseEmbedding:
     return default_embeddings()
 
 
+#: the stages of indexing a batch of pages, in order
+STAGES = ("parse", "embed", "write")
+
+
+class StageProgress:
+    """Progress bars of an indexing run, one per stage (:data:`STAGES`), each counting pages
+    when they have passed that stage: parsed (or found unchanged, or skipped), embedded, then
+    written (committed, when the caller saves each batch). An unchanged page passes every stage
+    with its batch. The embed bar also shows the units embedded so far."""
+
+    def __init__(self, total: int | None = None, *, disable: bool = False) -> None:
+        self.bars = {
+            stage: tqdm(total=total, desc=f"{stage:<5}", unit="page", position=n, disable=disable, leave=True)
+            for n, stage in enumerate(STAGES)
+        }
+        self.units = 0
+
+    def advance(self, stage: str, pages: int) -> None:
+        self.bars[stage].update(pages)
+
+    def embedded(self, pages: int, units: int) -> None:
+        self.units += units
+        bar = self.bars["embed"]
+        bar.set_postfix_str(f"{self.units} units", refresh=False)
+        bar.update(pages)
+
+    def counts(self) -> dict[str, int]:
+        """Pages past each stage so far."""
+        return {stage: int(bar.n) for stage, bar in self.bars.items()}
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
 def update_index(
     index: VectorStoreIndex,
     documents: Iterable[BaseNode],
@@ -118,12 +153,18 @@ def update_index(
     show_progress: bool = False,
     errors: OnPageError = "raise",
     batch_pages: int = DEFAULT_BATCH_PAGES,
+    progress: StageProgress | None = None,
+    on_batch: Callable[[IndexUpdate], None] | None = None,
 ) -> IndexUpdate:
     """Add new pages and replace changed ones (by document id and hash); unchanged pages are skipped.
 
     Pages stream through in batches of ``batch_pages``: each batch is parsed, embedded
     (each distinct text once, in length order) and written before the next is read, so
-    memory does not grow with the corpus beyond what the index itself holds. A changed
+    memory does not grow with the corpus beyond what the index itself holds. After each batch
+    that added or replaced a page, ``on_batch(report so far)`` is called (``spire index`` saves
+    the store there, so that a killed run resumes after its last finished batch: the pages it
+    wrote are then unchanged by hash and skipped). ``show_progress`` shows a bar per stage
+    (:class:`StageProgress`; or pass your own as ``progress``). A changed
     page is swapped so that a concurrent query sees its old version or its new one, never
     neither: its new nodes are inserted beside the old ones, its source is replaced in
     place, then the old nodes it no longer has are deleted (with a vector store that keeps
@@ -136,9 +177,18 @@ def update_index(
         raise ValueError("batch_pages must be positive")
     parser = parser or SpireNodeParser()
     report = IndexUpdate()
-    pages = iter(tqdm(documents, desc="Indexing pages", unit="page", disable=not show_progress))
-    while batch := list(itertools.islice(pages, batch_pages)):
-        _index_batch(index, batch, parser, report, errors)
+    own = progress is None
+    total = len(documents) if isinstance(documents, Sized) else None
+    bars = progress or StageProgress(total, disable=not show_progress)
+    try:
+        pages = iter(cast("Iterable[Document]", documents))  # source pages: Documents
+        while batch := list(itertools.islice(pages, batch_pages)):
+            if _index_batch(index, batch, parser, report, errors, bars) and on_batch is not None:
+                on_batch(report)
+            bars.advance("write", len(batch))
+    finally:
+        if own:
+            bars.close()
     return report
 
 
@@ -148,7 +198,9 @@ def _index_batch(
     parser: SpireNodeParser,
     report: IndexUpdate,
     errors: OnPageError,
-) -> None:
+    progress: StageProgress,
+) -> bool:
+    """Index one batch; whether it added or replaced a page."""
     docstore = index.docstore
     parsed: list[tuple[Document, list[BaseNode], bool]] = []
     for given in map(with_page_id, documents):
@@ -157,6 +209,7 @@ def _index_batch(
             old = docstore.get_document_hash(doc.node_id)
             if old is not None and old == doc.hash and docstore.document_exists(doc.node_id):
                 report.unchanged.append(doc.node_id)
+                progress.advance("parse", 1)
                 continue
             nodes = parser.get_nodes_from_documents([doc])
         except Exception as err:  # one bad page must not end a bulk run, whatever it raises
@@ -166,10 +219,12 @@ def _index_batch(
             report.failed[given.node_id] = reason
             where = given.metadata.get("file_path") or given.metadata.get("file_name")
             log.error("page %r%s skipped: %s", given.node_id, f" ({where})" if where else "", reason)
+            progress.advance("parse", 1)
             continue
         if not nodes:
             report.empty.append(doc.node_id)
         parsed.append((doc, nodes, old is not None))
+        progress.advance("parse", 1)
     nodes = [n for _, ns, _ in parsed for n in ns]
     if nodes:  # embed before deleting anything: a failure here leaves the batch's pages as they were
         texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
@@ -178,10 +233,12 @@ def _index_batch(
         by_text = dict(zip(distinct, embed_texts(index._embed_model, distinct), strict=True))
         for node, text in zip(nodes, texts, strict=True):
             node.embedding = by_text[text]
+    progress.embedded(len(documents), len(nodes))
     for doc, page_nodes, existed in parsed:
         _replace_page(index, doc, page_nodes, existed)
         (report.updated if existed else report.added).append(doc.node_id)
     report.nodes += len(nodes)
+    return bool(parsed)
 
 
 def with_page_id(doc: Document) -> Document:

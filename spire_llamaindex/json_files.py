@@ -10,9 +10,11 @@ writes its file with :func:`dump` and reads it one entry at a time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import IO, Any, cast
@@ -91,13 +93,70 @@ def dump_file(
     fs: fsspec.AbstractFileSystem | None = None,
     default: Callable[[Any], Any] | None = None,
 ) -> None:
-    """:func:`dump` ``obj`` into the file at ``persist_path``, its folder made if missing (as LlamaIndex does)."""
+    """:func:`dump` ``obj`` into the file at ``persist_path``, its folder made if missing (as LlamaIndex does).
+
+    On the local file system the file is replaced atomically (:func:`write_atomic`): a crash
+    leaves the previous file or the new one, never a part of either. Other file systems are
+    written as LlamaIndex writes them.
+    """
     fs = fs or fsspec.filesystem("file")
     folder = os.path.dirname(persist_path)
     if not fs.exists(folder):
         fs.makedirs(folder)
+    if _is_local(fs):
+        write_atomic(persist_path, lambda f: dump(obj, f, depth=depth, default=default))
+        return
     with fs.open(persist_path, "w", encoding="utf-8") as f:
         dump(obj, f, depth=depth, default=default)
+
+
+def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
+    protocol = fs.protocol
+    return "file" in (protocol if isinstance(protocol, tuple | list) else (protocol,))
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[str]], object]) -> None:
+    """Replace the file at ``path`` with what ``write`` writes, atomically: into a temporary
+    file of the same folder, flushed and fsynced, renamed over ``path`` (``os.replace``), and
+    the folder fsynced so that the rename itself survives a power cut. A failure removes the
+    temporary file and leaves ``path`` as it was."""
+    path = os.fspath(path)
+    folder = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would make it, not mkstemp's 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(folder)
+
+
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """Flush a written file's data to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (created, renamed, removed files) to the disk."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -152,6 +211,10 @@ class PackedKVStore(SimpleKVStore):
         """The value at ``key`` (a fresh copy), or None, in one read: ``SimpleKVStore``'s test for
         the key, then its read, raised ``KeyError`` when a concurrent delete came between them."""
         return self._packed(collection).get(key)
+
+    def keys(self, collection: str = DEFAULT_COLLECTION) -> frozenset[str]:
+        """The keys of ``collection`` (none decoded)."""
+        return frozenset(self._packed(collection))
 
     def persist(self, persist_path: str, fs: fsspec.AbstractFileSystem | None = None) -> None:
         dump_file(persist_path, self._collections_mappings, depth=1, fs=fs)  # collection -> packed values

@@ -238,3 +238,84 @@ def test_startup_needs_no_framework() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
     assert proc.stderr.count("\n") == 2 and proc.stderr.startswith("spire: error: ")  # one line each
+
+
+def _hash_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> Path:
+    import spire_llamaindex.embedding as embedding_module
+    import spire_llamaindex.store as store_module
+    from tests.support.hash_embedding import HashEmbedding
+
+    for module in (embedding_module, store_module):
+        monkeypatch.setattr(module, "default_embeddings", lambda *a, **k: HashEmbedding())
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for i in range(n):
+        (pages / f"p{i}.html").write_text(f"<h1>Page {i}</h1><p>Fact {i} holds. Another one.</p>", encoding="utf-8")
+    return pages
+
+
+def test_index_progress_counts_pages_when_parsed_embedded_and_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import spire_llamaindex.index as index_module
+    import spire_llamaindex.store as store_module
+
+    pages = _hash_pages(tmp_path, monkeypatch, 3)
+    bars: list[index_module.StageProgress] = []
+    at_embed: list[dict[str, int]] = []
+    at_save: list[dict[str, int]] = []
+
+    class Recorded(index_module.StageProgress):
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
+            bars.append(self)
+
+    embed, save = index_module.embed_texts, store_module.save_store
+    monkeypatch.setattr(index_module, "StageProgress", Recorded)
+    monkeypatch.setattr(
+        index_module, "embed_texts", lambda *a, **k: at_embed.append(bars[0].counts()) or embed(*a, **k)
+    )
+    monkeypatch.setattr(store_module, "save_store", lambda *a, **k: at_save.append(bars[0].counts()) or save(*a, **k))
+    code, _, err = run(capsys, "index", pages, "--store", tmp_path / "store", "--batch-pages", "1")
+    assert code == 0
+    # batch k: its page is counted parsed before it is embedded, embedded before it is written
+    assert at_embed == [{"parse": k, "embed": k - 1, "write": k - 1} for k in (1, 2, 3)]
+    assert at_save[:3] == [{"parse": k, "embed": k, "write": k - 1} for k in (1, 2, 3)]
+    assert at_save[3] == {"parse": 3, "embed": 3, "write": 3}  # the final save
+    for stage in ("parse", "embed", "write"):
+        assert re.search(rf"{stage} *: 100%.*3/3", err), err
+    assert re.search(r"embed *: 100%.*, \d+ units", err), err
+
+
+def test_an_interrupted_index_run_resumes_after_its_last_batch(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import spire_llamaindex.index as index_module
+    from spire_llamaindex.store import read_manifest
+
+    pages = _hash_pages(tmp_path, monkeypatch, 3)
+    store = tmp_path / "store"
+    embed = index_module.embed_texts
+    calls: list[int] = []
+
+    def interrupted(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C (the SIGKILL case: tests/llamaindex/test_crash_safety.py)
+        return embed(*a, **k)
+
+    monkeypatch.setattr(index_module, "embed_texts", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["index", str(pages), "--store", str(store), "--batch-pages", "1", "-q"])
+    manifest = read_manifest(store)
+    assert manifest["documents"] == ["p0.html"] and manifest["complete"] is False
+    code, out, _ = run(capsys, "query", "--store", store, "Fact 0", "--json")  # the finished batch answers
+    assert code == 0 and json.loads(out)["results"][0]["doc_id"] == "p0.html"
+    assert any("interrupted `spire index` run" in r.getMessage() for r in caplog.records)
+    monkeypatch.setattr(index_module, "embed_texts", embed)
+    code, out, _ = run(capsys, "index", pages, "--store", store, "--batch-pages", "1", "-q")
+    assert code == 0 and "2 added, 0 updated, 1 unchanged" in out
+    assert read_manifest(store)["complete"] is True

@@ -6,6 +6,7 @@ import gc
 import io
 import json
 import random
+import shutil
 import tracemalloc
 from array import array
 from pathlib import Path
@@ -19,10 +20,10 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
 from llama_index.core.vector_stores.simple import SimpleVectorStore
 
-from spire_llamaindex import default_storage_context
+from spire_llamaindex import default_storage_context, json_files
 from spire_llamaindex.array_store import ArrayVectorStore
 from spire_llamaindex.json_files import PackedKVStore, PackedMapping, dump
-from spire_llamaindex.store import Store, StoreError, load_store, open_docstore
+from spire_llamaindex.store import Store, StoreError, data_folder, load_store, open_docstore, read_manifest
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
@@ -88,13 +89,15 @@ def test_packed_kvstore_refuses_what_is_not_a_kvstore_file(text: str, tmp_path: 
 
 
 def test_a_store_folder_with_a_broken_docstore_is_a_store_error(example: Store, tmp_path: Path) -> None:
-    for name in example.path.iterdir():
-        (tmp_path / name.name).write_bytes(name.read_bytes())
-    (tmp_path / "docstore.json").write_text('{"docstore/data": {"x": ', encoding="utf-8")
-    with pytest.raises(StoreError, match="cannot open the store"):
-        load_store(tmp_path)
+    store = tmp_path / "store"
+    shutil.copytree(example.path, store)
+    file = data_folder(store, read_manifest(store)) / "docstore.json"
+    broken = '{"docstore/data": {"x": '
+    file.write_text(broken + " " * (file.stat().st_size - len(broken)), encoding="utf-8")  # the size it had
+    with pytest.raises(StoreError, match=r"is damaged: docstore\.json: .*--rebuild"):
+        load_store(store)
     with pytest.raises(StoreError, match=r"docstore\.json: "):
-        open_docstore(tmp_path)
+        open_docstore(store)
 
 
 def _traced(build: Any) -> tuple[int, Any]:
@@ -180,8 +183,30 @@ def test_store_folders_open_with_the_lighter_stores_and_write_the_same_files(exa
     assert isinstance(example.index.docstore, SimpleDocumentStore)
     assert isinstance(example.index.docstore._kvstore, PackedKVStore)
     example.index.storage_context.persist(persist_dir=str(tmp_path))
+    data = data_folder(example.path, example.manifest)
     for name in ("docstore.json", "default__vector_store.json"):
-        assert (tmp_path / name).read_bytes() == (example.path / name).read_bytes()
+        assert (tmp_path / name).read_bytes() == (data / name).read_bytes()
+
+
+def test_store_files_are_replaced_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails half-way leaves the previous file whole (and no temporary file)."""
+    store = PackedKVStore({"c": {"k": {"v": 1}}})
+    path = tmp_path / "kv.json"
+    store.persist(str(path))
+    before = path.read_bytes()
+    store.put("k2", {"v": 2}, collection="c")
+
+    def broken_dump(obj: Any, out: Any, **kwargs: Any) -> None:
+        out.write('{"c": {"k": ')
+        raise OSError("disk full")
+
+    monkeypatch.setattr(json_files, "dump", broken_dump)
+    with pytest.raises(OSError, match="disk full"):
+        store.persist(str(path))
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["kv.json"]
+    monkeypatch.undo()
+    store.persist(str(path))
+    assert json.loads(path.read_text())["c"]["k2"] == {"v": 2}
 
 
 def test_a_read_that_a_delete_races_finds_the_value_or_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

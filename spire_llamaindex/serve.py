@@ -1,0 +1,236 @@
+"""``spire serve``: a store and the embedding model loaded once, questions answered over HTTP.
+
+    spire serve --store DIR [--host 127.0.0.1] [--port 8765]
+
+    GET /query?q=QUESTION[&budget=N][&top_k=K]   the JSON of ``spire query --json``
+    GET /health                                  {"status": "ok", "store": ..., "pages": N, "nodes": N}
+
+Errors are JSON too: ``{"error": "..."}`` with status 400 (a bad parameter), 404 (another path)
+or 500. The server (the standard library's ``ThreadingHTTPServer``) answers each request in its
+own thread; the retrievers (one per budget and ``top_k`` asked) share the parsed pages. It
+serves the store as it was when started: restart it after ``spire index`` has updated the store.
+It has no authentication: keep it on 127.0.0.1 unless a proxy in front of it adds some.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from spire_core import SpireError
+from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K
+
+if TYPE_CHECKING:
+    from llama_index.core.llms import LLM
+    from llama_index.core.schema import NodeWithScore
+
+    from spire_core import Citation
+
+    from .retriever import SpireRetriever
+    from .store import Store
+
+log = logging.getLogger("spire_llamaindex")
+
+#: the largest budget a request may ask for (a larger one is refused with status 400)
+MAX_BUDGET = 100_000
+#: retrievers kept, one per (budget, top_k) asked; beyond this the oldest is dropped
+MAX_RETRIEVERS = 32
+
+
+def _citation_json(cit: Citation) -> dict[str, Any]:
+    return {"id": cit.key(), **cit.to_dict()}
+
+
+def query_nodes(
+    retriever: SpireRetriever, question: str, *, llm: LLM | None = None
+) -> tuple[list[NodeWithScore], dict[str, Any] | None]:
+    """The results of ``question`` (filtered by ``llm`` when given) and the filter's report (None without an LLM)."""
+    from spire_core.results.schema import FILTER
+
+    nodes = retriever.retrieve(question)
+    if llm is None:
+        return nodes, None
+    from .postprocessor import SpireEvidenceFilter
+
+    nodes = SpireEvidenceFilter(llm, retriever).postprocess_nodes(nodes, query_str=question)
+    reports = [n.node.metadata.get(FILTER) for n in nodes]
+    # a failed filter is logged (once) by SpireEvidenceFilter; the report says so
+    return nodes, next((r for r in reports if r), {"ok": True, "labels": [], "unknown": [], "error": None})
+
+
+def payload_of(
+    question: str, budget: int, nodes: list[NodeWithScore], report: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What ``spire query --json`` prints: the question, the budget, one result per page (its
+    text, cost, score, paths and citations) and the evidence filter's report."""
+    from spire_core.results.schema import COST, DOC_ID, PATHS
+
+    from .retriever import citations_of
+
+    results = []
+    for n in nodes:
+        meta = n.node.metadata
+        results.append(
+            {
+                "doc_id": meta.get(DOC_ID),
+                "score": n.score,
+                "cost": meta.get(COST),
+                "paths": meta.get(PATHS),
+                "text": n.node.get_content(),
+                "citations": [_citation_json(c) for c in citations_of(n)],
+            }
+        )
+    return {"query": question, "budget": budget, "results": results, "filter": report}
+
+
+def query_payload(retriever: SpireRetriever, question: str, *, llm: LLM | None = None) -> dict[str, Any]:
+    """:func:`payload_of` the answer to ``question``: the JSON of ``spire query --json``."""
+    nodes, report = query_nodes(retriever, question, llm=llm)
+    return payload_of(question, retriever.budget, nodes, report)
+
+
+class QueryService:
+    """A loaded store answering questions: one retriever per ``(budget, top_k)``, all sharing the
+    store's parsed pages (``cache_size`` of them, default every page of the store)."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        first_k: int = DEFAULT_FIRST_K,
+        llm: LLM | None = None,
+        cache_size: int | None = None,
+    ) -> None:
+        self.store = store
+        self.budget, self.first_k, self.llm = budget, first_k, llm
+        self._cache_size = cache_size or max(64, len(store.manifest.get("documents", ())))
+        self._base = store.retriever(budget=budget, first_k=first_k, cache_size=self._cache_size)
+        self._retrievers: dict[tuple[int, int], SpireRetriever] = {(budget, first_k): self._base}
+        self._lock = threading.Lock()
+
+    def retriever(self, budget: int, first_k: int) -> SpireRetriever:
+        from .retriever import SpireRetriever
+
+        key = (budget, first_k)
+        with self._lock:
+            found = self._retrievers.get(key)
+            if found is None:
+                base = self._base
+                found = SpireRetriever(
+                    self.store.index,
+                    base.sources,  # parsed pages shared
+                    budget=budget,
+                    size=base.size,
+                    policy=base.policy,
+                    fmt=base.fmt,
+                    first_k=first_k,
+                )
+                if len(self._retrievers) >= MAX_RETRIEVERS:
+                    oldest = next(k for k in self._retrievers if k != (self.budget, self.first_k))
+                    del self._retrievers[oldest]
+                self._retrievers[key] = found
+            return found
+
+    def answer(self, question: str, *, budget: int | None = None, first_k: int | None = None) -> dict[str, Any]:
+        """The JSON payload of ``spire query --json`` for ``question``."""
+        retriever = self.retriever(budget or self.budget, first_k or self.first_k)
+        return query_payload(retriever, question, llm=self.llm)
+
+    def warm(self) -> None:
+        """Parse the store's pages (up to the cache's size) and embed a first question, so that
+        the first request costs what any other does."""
+        sources = self._base.sources
+        for doc_id in self.store.manifest.get("documents", ())[: self._cache_size]:
+            try:
+                sources(doc_id)
+            except SpireError as err:  # reported when a query reaches the page
+                log.debug("warm-up: page %r not parsed: %s", doc_id, err)
+        self._base.retrieve("warm-up")
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "store": str(self.store.path),
+            "pages": len(self.store.manifest.get("documents", ())),
+            "nodes": len(self.store.index.index_struct.nodes_dict),
+            "complete": self.store.manifest.get("complete", True),
+        }
+
+
+def _positive(params: dict[str, list[str]], name: str, most: int) -> int | None:
+    values = params.get(name)
+    if not values:
+        return None
+    try:
+        value = int(values[-1])
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, not {values[-1]!r}") from None
+    if not 0 < value <= most:
+        raise ValueError(f"{name} must be between 1 and {most}, not {value}")
+    return value
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: a client's next request skips the connection set-up
+    server: SpireServer
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        if url.path == "/health":
+            self._send(HTTPStatus.OK, self.server.service.health())
+            return
+        if url.path != "/query":
+            self._send(HTTPStatus.NOT_FOUND, {"error": f"no such path {url.path!r}: use /query?q=... or /health"})
+            return
+        params = parse_qs(url.query)
+        question = (params.get("q") or [""])[-1]
+        try:
+            if not question.strip():
+                raise ValueError("the question is empty: /query?q=QUESTION")
+            budget = _positive(params, "budget", MAX_BUDGET)
+            first_k = _positive(params, "top_k", 10_000)
+        except ValueError as err:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": str(err)})
+            return
+        try:
+            payload = self.server.service.answer(question, budget=budget, first_k=first_k)
+        except SpireError as err:
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(err)})
+            return
+        except Exception as err:  # the server outlives a failed request; the log has the trace
+            log.exception("query %r failed", question)
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(err).__name__}: {err}"})
+            return
+        self._send(HTTPStatus.OK, payload)
+
+    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s - %s", self.address_string(), format % args)
+
+
+class SpireServer(ThreadingHTTPServer):
+    """The HTTP server of a :class:`QueryService`; ``server_address`` holds the port bound (``port=0``: a free one)."""
+
+    daemon_threads = True
+
+    def __init__(self, service: QueryService, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__((host, port), _Handler)
+        self.service = service
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}"
