@@ -8,6 +8,8 @@ units greedily, in rank order, while they fit.
 from __future__ import annotations
 
 import json
+import sys
+import time
 import urllib.request
 from collections.abc import Callable, Mapping
 
@@ -16,6 +18,7 @@ from spire_core.indexing.passages import PassageHit
 from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
 from spire_core.pipeline import QueryOptions, filter_results, run_query
+from spire_core.query.lexical import LexicalIndex, sentence_units
 
 from . import baselines
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
@@ -40,6 +43,7 @@ __all__ = [
 #: Every system, in table order.
 SYSTEMS = (
     "spire",
+    "spire-dense",
     "spire-sentence",
     "spire-noctx",
     "spire-block",
@@ -62,13 +66,34 @@ class Spire(System):
     """
 
     def __init__(
-        self, name: str = "spire", *, policy: Policy = HTML, unit: UnitKind = DEFAULT_UNIT, tables: bool = True
+        self,
+        name: str = "spire",
+        *,
+        policy: Policy = HTML,
+        unit: UnitKind = DEFAULT_UNIT,
+        tables: bool = True,
+        lexical: bool = True,
     ) -> None:
         self.name = name
         self.policy = policy
         self.unit = unit
         #: deliver views of the best-ranked tables (:func:`spire_core.query.table_views.table_views`)
         self.tables = tables
+        #: fuse a BM25 index over every sentence of the dataset's pages (built at the first question)
+        self.lexical = lexical
+        self.index: LexicalIndex | None = None
+
+    def lexical_index(self, pages: Mapping[str, Page]) -> LexicalIndex:
+        """The lexical index of every sentence of ``pages``, built once (its cost logged to stderr)."""
+        if self.index is None:
+            start = time.perf_counter()
+            self.index = LexicalIndex.build(u for page in pages.values() for u in sentence_units(page.document))
+            print(
+                f"{self.name}: lexical index of {len(self.index)} sentences, {time.perf_counter() - start:.1f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+        return self.index
 
     def units(self, page: Page) -> list[Unit]:
         return [
@@ -81,7 +106,11 @@ class Spire(System):
             return [PassageHit(u.doc, u.members or (u.paths,), score) for u, score in ranking.top(n)]
 
         options = QueryOptions(budget=budget, size=approx_tokens, policy=self.policy, tables=self.tables)
-        return run_query(query, passages, lambda pid: pages[pid].document, options)
+        lexical = None
+        if self.lexical:
+            index, corpus = self.lexical_index(pages), list(dict.fromkeys(u.doc for u in ranking.units))
+            lexical = lambda q, n: index.hits(q, n, doc_ids=corpus)  # noqa: E731 (the question's pages only)
+        return run_query(query, passages, lambda pid: pages[pid].document, options, lexical)
 
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
         results = self.aggregate(ranking, budget, pages, question.question)
@@ -131,12 +160,14 @@ def make_system(name: str, *, llm: Callable[[str], str] | None = None) -> System
     """The system called ``name`` (one of :data:`SYSTEMS`)."""
     if name == "spire":
         return Spire()
+    if name == "spire-dense":
+        return Spire(name, lexical=False)
     if name == "spire-sentence":
-        return Spire(name, unit="sentence")
+        return Spire(name, unit="sentence", lexical=False)
     if name == "spire-noctx":
-        return Spire(name, policy=NONE, unit="sentence")
+        return Spire(name, policy=NONE, unit="sentence", lexical=False)
     if name == "spire-block":
-        return Spire(name, unit="block")
+        return Spire(name, unit="block", lexical=False)
     if name == "spire-filter":
         if llm is None:
             raise ConfigError("spire-filter needs an LLM: pass --llm-base-url (and --llm-model)")

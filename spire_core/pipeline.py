@@ -40,8 +40,9 @@ from spire_core.options import (
     Fmt,
     OnError,
 )
-from spire_core.query.aggregate import Documents, Subdocument, aggregate, document_lookup, seed_indices
+from spire_core.query.aggregate import Documents, Hit, Subdocument, aggregate, document_lookup, seed_indices
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
+from spire_core.query.lexical import fused_search
 from spire_core.query.table_views import table_views
 from spire_core.results.schema import filter_report, members_of, subdocuments, unit_of
 from spire_core.size import SizeFn
@@ -142,17 +143,27 @@ class Retrieval:
     report: Report
 
 
+#: ``(query, n) -> the n best sentence hits`` of a lexical index (:meth:`LexicalIndex.hits`).
+LexicalSearch = Callable[[str, int], Sequence[Hit]]
+
+
 def run_query(
     query: str,
     passages: Callable[[int], Sequence[PassageHit]],
     documents: Documents,
     options: QueryOptions,
+    lexical: LexicalSearch | None = None,
 ) -> list[Subdocument]:
     """The method's query path over valid passage hits (``n -> the n best``): each passage hit is
-    its member sentences (the question's words first), aggregated per page under the budget,
-    then the best-ranked tables' views. Every citation is a sentence's path set."""
+    its member sentences (the question's words first); with ``lexical``, that ranking is fused
+    with the lexical ranking of single sentences (:func:`~spire_core.query.lexical.fused_search`:
+    a sentence naming the question's rare words rises inside and across passages); the hits are
+    aggregated per page under the budget, then the best-ranked tables' views are added. Every
+    citation is a sentence's path set."""
     lookup = document_lookup(documents)
     hits = sentence_search(passages, query=query, documents=lookup, order="overlap")
+    if lexical is not None:
+        hits = fused_search(hits, lambda n: lexical(query, n), shared_ties=True)
     results = aggregate(
         hits,
         documents=lookup,
@@ -218,7 +229,7 @@ class _Try:
         doc_id, paths = unit
         if doc_id in report.missing:
             return None
-        if doc_id not in self.docs and self.max_pages is not None and len(self.kept) >= self.max_pages:
+        if self.max_pages is not None and doc_id not in self.kept and len(self.kept) >= self.max_pages:
             return None
         try:
             seed_indices(self.document(doc_id, entry.page_hash), paths)
@@ -228,10 +239,30 @@ class _Try:
         except UnknownPathError:  # a unit of the version a concurrent update just replaced
             report.stale.add(doc_id)
             return None
-        if doc_id not in report.valid:
-            report.valid.add(doc_id)
+        report.valid.add(doc_id)
+        if doc_id not in self.kept:
             self.kept.append(doc_id)
         return PassageHit(doc_id, members, entry.score)
+
+    def lexical(self, search: LexicalSearch) -> LexicalSearch:
+        """``search`` whose hits are checked like the store's: a page missing, a unit of another
+        version or a page past ``max_pages`` is left out (a lexical index may lag its pages)."""
+
+        def checked(query: str, n: int) -> list[Hit]:
+            out = []
+            for hit in search(query, n):
+                if hit.doc_id in self.report.missing:
+                    continue
+                if self.max_pages is not None and hit.doc_id not in self.kept and len(self.kept) >= self.max_pages:
+                    continue
+                try:
+                    seed_indices(self.document(hit.doc_id), hit.paths)
+                except (MissingSourceError, UnknownPathError):
+                    continue
+                out.append(hit)
+            return out
+
+        return checked
 
     def passages(self, n: int) -> list[PassageHit]:
         """The ``n`` best valid passage hits, asking the store for more while hits are skipped."""
@@ -244,15 +275,24 @@ class _Try:
             m *= 2
 
 
-def retrieve(query: str, searches: Callable[[], StoreSearch], pages: Pages, options: QueryOptions) -> Retrieval:
-    """The SPIRE results of ``query``: ``searches()`` gives a fresh store search for each try.
+def retrieve(
+    query: str,
+    searches: Callable[[], StoreSearch],
+    pages: Pages,
+    options: QueryOptions,
+    lexical: LexicalSearch | None = None,
+) -> Retrieval:
+    """The SPIRE results of ``query``: ``searches()`` gives a fresh store search for each try;
+    ``lexical`` (a lexical index's search) is fused with it (:func:`run_query`), its hits held to
+    the same pages and versions as the store's.
 
     Tried again (up to :data:`TRIES` times) while a page was replaced or removed during the try.
     Raises :class:`MissingSourceError` when hits were found but none had its page.
     """
     for attempt in range(TRIES):
         state = _Try(pages, searches(), options.max_pages)
-        results = run_query(query, state.passages, state.document, options)
+        found = None if lexical is None else state.lexical(lexical)
+        results = run_query(query, state.passages, state.document, options, found)
         if not state.report.again():
             break
         if attempt < TRIES - 1:
@@ -266,7 +306,11 @@ Bridge = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 async def aretrieve(
-    query: str, searches: Callable[[Bridge], StoreSearch], pages: Pages, options: QueryOptions
+    query: str,
+    searches: Callable[[Bridge], StoreSearch],
+    pages: Pages,
+    options: QueryOptions,
+    lexical: LexicalSearch | None = None,
 ) -> Retrieval:
     """Async :func:`retrieve`: pages are parsed and evidence aggregated on a worker thread (never
     the loop's default executor, which a store's own async search may need), while the store's
@@ -277,7 +321,7 @@ async def aretrieve(
     def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
-    return await loop.run_in_executor(_pool(), retrieve, query, lambda: searches(run), pages, options)
+    return await loop.run_in_executor(_pool(), retrieve, query, lambda: searches(run), pages, options, lexical)
 
 
 def store_search(search: Callable[[int], Sequence[T]], convert: Callable[[T], StoreHit]) -> StoreSearch:

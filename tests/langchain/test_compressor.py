@@ -135,7 +135,7 @@ def test_empty_choice_drops_everything(small: SpireRetriever) -> None:
 def test_fake_chat_model_with_code_fence_and_prose(small: SpireRetriever) -> None:
     docs = small.invoke("brewing tea coffee minutes")
     flt = SpireEvidenceFilter(FakeListChatModel(responses=["[]"]), small)
-    results = flt._results(docs)[1]
+    results = flt._results(docs)
     prompt = build_prompt("espresso time and dose", build_views(results, small.documents))
     labels = [label_of(prompt, "25 to 30 seconds"), label_of(prompt, "60 grams")]
     answer = f'Sure! The passages are:\n```json\n["{labels[0]}", "{labels[1]}"]\n```\nHope this helps.'

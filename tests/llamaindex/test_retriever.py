@@ -89,4 +89,4 @@ def test_missing_sources_are_logged_then_raised(example: Store, caplog: pytest.L
     with caplog.at_level(logging.ERROR):  # every node is a hit: the other pages' hits are skipped
         nodes = SpireRetriever(example.index, partial, first_k=5000, max_rounds=1).retrieve(QUESTION)
     assert nodes and {n.node.metadata["spire_doc_id"] for n in nodes} == {"python-json.html"}
-    assert any("missing from the docstore" in r.getMessage() for r in caplog.records)
+    assert any("source pages missing" in r.getMessage() for r in caplog.records)

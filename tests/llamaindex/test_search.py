@@ -9,6 +9,7 @@ import pytest
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.vector_stores.types import VectorStoreQuery
 
+from spire_core import pipeline
 from spire_llamaindex import SpireRetriever, Store
 from spire_llamaindex.array_store import ArrayVectorStore
 from spire_llamaindex.retriever import result_node
@@ -29,7 +30,7 @@ class Counts:
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
     seen = Counts()
-    query, get_nodes, passages = ArrayVectorStore.query, SimpleDocumentStore.get_nodes, SpireRetriever._passages
+    query, get_nodes, convert = ArrayVectorStore.query, SimpleDocumentStore.get_nodes, pipeline._Try.convert
 
     def counted_query(self: ArrayVectorStore, q: VectorStoreQuery, **kwargs: Any) -> Any:
         seen.queries.append(q.similarity_top_k)
@@ -39,13 +40,13 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counts:
         seen.fetched.extend(node_ids)
         return get_nodes(self, node_ids, raise_error=raise_error)
 
-    def counted_passages(self: SpireRetriever, nodes: Any, call: Any) -> Any:
-        seen.prefixes.append(len(nodes))
-        return passages(self, nodes, call)
+    def counted_convert(self: Any, entries: Any) -> Any:
+        seen.prefixes.append(len(entries))
+        return convert(self, entries)
 
     monkeypatch.setattr(ArrayVectorStore, "query", counted_query)
     monkeypatch.setattr(SimpleDocumentStore, "get_nodes", counted_get_nodes)
-    monkeypatch.setattr(SpireRetriever, "_passages", counted_passages)
+    monkeypatch.setattr(pipeline._Try, "convert", counted_convert)
     return seen
 
 

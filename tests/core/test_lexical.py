@@ -1,0 +1,178 @@
+"""The lexical signal: a BM25 index over sentences, fused with the passage ranking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from spire_core import Document, Hit, aggregate, approx_tokens, parse_html, sentences
+from spire_core.indexing.passages import PassageHit, passages, sentence_search
+from spire_core.query.lexical import (
+    LexicalIndex,
+    fused_search,
+    member_search,
+    rrf,
+    sentence_text,
+    sentence_units,
+    tokenizer,
+)
+
+PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
+
+MANUAL = """<html><head><title>Widget manual</title></head><body>
+<h1>Widget</h1>
+<h2>Installation</h2>
+<p>Download the archive. Unpack it anywhere. Run the installer as an administrator.</p>
+<p>The installer asks for a folder. The default folder is fine for most users.</p>
+<h2>Configuration</h2>
+<p>The timeout setting ranges from 30 seconds to one day. Its default is five minutes.</p>
+<p>Logging writes to the journal. The frobnicator flag enables verbose traces.</p>
+</body></html>"""
+
+
+@cache
+def _page(name: str) -> Document:
+    return parse_html((PAGES / name).read_bytes(), doc_id=name)
+
+
+@cache
+def _manual() -> Document:
+    return parse_html(MANUAL, doc_id="manual")
+
+
+# -- tokenizer -----------------------------------------------------------------------------
+def test_tokenizer_keeps_accented_french_words() -> None:
+    plain = tokenizer("french", stem=False)("L'élève a mangé une crème brûlée au café.")
+    assert {"élève", "mangé", "crème", "brûlée", "café"} <= set(plain)
+    stemmed = tokenizer("fr")("Les élèves mangent des crèmes brûlées.")
+    assert stemmed == ["élev", "mangent", "crem", "brûl"]  # les/des are stop words; the accents stay
+
+
+def test_tokenizer_keeps_german_words_and_case_folds() -> None:
+    plain = tokenizer("german", stem=False, stopwords=False)("Die GRÖSSE der Straße über Äpfel")
+    assert plain == ["die", "grösse", "der", "strasse", "über", "äpfel"]  # casefold: ß -> ss
+    stemmed = tokenizer("de")("Die Größe der Straßen über den Äpfeln")
+    assert "die" not in stemmed and "der" not in stemmed  # German stop words, by the language code
+    assert len(stemmed) == 3 and all(stemmed), stemmed  # Größe, Straßen, Äpfeln: none dropped
+
+
+def test_tokenizer_language_decides_stop_words_and_stems() -> None:
+    english = tokenizer("english")("The checkpoints are running")
+    assert english == ["checkpoint", "run"]
+    assert tokenizer("english", stopwords=False)("The checkpoints") == ["the", "checkpoint"]
+    # identifiers stay whole; other scripts are words too
+    assert "checkpoint_timeout" in tokenizer()("Set checkpoint_timeout to 5min")
+    assert tokenizer("russian", stem=False, stopwords=False)("Привет мир") == ["привет", "мир"]
+    # a language without a stop-word list keeps every word
+    assert tokenizer("finnish", stem=False)("ja kissa") == ["ja", "kissa"]
+
+
+# -- index ---------------------------------------------------------------------------------
+def test_a_sentence_naming_a_rare_query_word_ranks_first() -> None:
+    doc = _manual()
+    index = LexicalIndex.build(sentence_units(doc))
+    best = index.search("How do I turn on the frobnicator?", 3)
+    assert best
+    doc_id, paths, score = best[0]
+    assert doc_id == "manual" and score > 0
+    text = next(s.text for s in sentences(doc) if s.paths == paths)
+    assert "frobnicator" in text
+
+
+def test_search_keeps_sentence_path_sets_and_respects_pages() -> None:
+    wal, js = _page("postgresql-wal.html"), _page("python-json.html")
+    units = sentence_units(wal) + sentence_units(js)
+    index = LexicalIndex.build(units)
+    own = {(d, p) for d, p, _ in units}
+    hits = index.hits("checkpoint_timeout valid range", 10)
+    assert hits and all((h.doc_id, h.paths) in own for h in hits)
+    only_json = index.hits("checkpoint_timeout valid range", 10, doc_ids=["python-json.html"])
+    assert all(h.doc_id == "python-json.html" for h in only_json)
+    assert index.hits("checkpoint", 5, doc_ids=["no-such-page"]) == []
+    assert index.hits("zzzz qqqq", 5) == [] and index.hits("", 5) == []
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_save_load_round_trip(tmp_path: Path) -> None:
+    wal, js = _page("postgresql-wal.html"), _page("python-json.html")
+    index = LexicalIndex.build(sentence_units(wal) + sentence_units(js), language="english")
+    index.save(tmp_path / "lexical")
+    loaded = LexicalIndex.load(tmp_path / "lexical")
+    assert loaded.pages == index.pages and len(loaded) == len(index)
+    for query in ("What is the valid range of checkpoint_timeout?", "json.dumps indent", "sort_keys default"):
+        assert loaded.search(query, 20) == index.search(query, 20)
+        assert loaded.search(query, 5, doc_ids=["python-json.html"]) == index.search(
+            query, 5, doc_ids=["python-json.html"]
+        )
+
+
+def test_replacing_a_page_matches_a_fresh_build() -> None:
+    wal, js = _page("postgresql-wal.html"), _page("python-json.html")
+    index = LexicalIndex.build(sentence_units(wal) + sentence_units(js))
+    index.hits("warm", 1)
+    manual = _manual()
+    index.add_page("python-json.html", [(p, t) for _, p, t in sentence_units(manual)])
+    fresh = LexicalIndex.build(sentence_units(wal) + [("python-json.html", p, t) for _, p, t in sentence_units(manual)])
+    assert index.search("frobnicator checkpoint", 10) == fresh.search("frobnicator checkpoint", 10)
+    index.remove_page("python-json.html")
+    assert all(d == "postgresql-wal.html" for d, _, _ in index.search("frobnicator checkpoint", 10))
+
+
+# -- fusion --------------------------------------------------------------------------------
+def _dense(doc: Document, query_words: str) -> tuple[list[PassageHit], list[Hit]]:
+    """A stand-in passage ranking (passages in document order, falling scores), expanded."""
+    ranked = [PassageHit(doc.doc_id or "", p.members, 1.0 / (1 + i)) for i, p in enumerate(passages(doc))]
+    search = sentence_search(
+        lambda n: ranked[:n], query=query_words, documents={doc.doc_id or "": doc}, order="overlap"
+    )
+    return ranked, list(search(256))
+
+
+def test_rrf_orders_by_summed_reciprocal_ranks_and_keeps_hits() -> None:
+    a = [Hit("d", frozenset({(0,)}), 0.9), Hit("d", frozenset({(1,)}), 0.8), Hit("d", frozenset({(2,)}), 0.7)]
+    b = [Hit("d", frozenset({(2,)}), 5.0), Hit("d", frozenset({(3,)}), 4.0)]
+    fused = rrf([a, b], k=1)
+    assert [h.paths for h in fused] == [frozenset({(2,)}), frozenset({(0,)}), frozenset({(1,)}), frozenset({(3,)})]
+    assert fused[0].score == pytest.approx(1 / 4 + 1 / 2)
+    shared = rrf(
+        [[Hit("d", frozenset({(0,)}), 1.0), Hit("d", frozenset({(1,)}), 1.0)], b[:0]], k=1, shared_ties=[True, False]
+    )
+    assert shared[0].score == shared[1].score == pytest.approx(1 / 2)
+
+
+def test_fusion_keeps_sentence_path_sets_and_lifts_the_named_sentence() -> None:
+    doc = _manual()
+    query = "Which flag enables frobnicator traces?"
+    _, dense = _dense(doc, query)
+    index = LexicalIndex.build(sentence_units(doc))
+    search = fused_search(lambda n: dense[:n], lambda n: index.hits(query, n), pool=64, lexical_pool=8, k=1)
+    fused = search(32)
+    members = {s.paths for s in sentences(doc)}
+    assert fused and all(h.doc_id == "manual" and h.paths in members for h in fused)
+    assert "frobnicator" in sentence_text(doc, fused[0].paths)
+    assert search(4) == fused[:4]  # every round reads a prefix of one ranking
+    results = aggregate(search, documents={"manual": doc}, budget=200, size=approx_tokens)
+    for r in results:
+        for c in r.citations:
+            assert c.paths in members
+            own = next(s.text for s in sentences(doc) if s.paths == c.paths)
+            assert " ".join(own.split()) in " ".join(c.text.split())
+
+
+def test_member_search_rescores_only_the_dense_pool() -> None:
+    doc = _page("postgresql-wal.html")
+    query = "What is the valid range of checkpoint_timeout?"
+    _, dense = _dense(doc, query)
+    n = len(dense)
+    search = member_search(lambda k: dense[:k], query, {"postgresql-wal.html": doc}, pool=n, members=n)
+    fused = search(n)
+    assert {h.paths for h in fused} == {h.paths for h in dense}  # the same sentences, reordered
+
+    def place(hits: Sequence[Hit]) -> int:
+        return next(i for i, h in enumerate(hits) if "30 seconds and one day" in sentence_text(doc, h.paths))
+
+    assert place(fused) < place(dense)  # the sentence naming the question's words rises
