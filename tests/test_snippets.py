@@ -3,11 +3,16 @@
 Each snippet runs in a fresh interpreter (a snippet may not lean on another one's
 variables) on the embedded default: the packaged embedding model, offline. Snippets that
 call an LLM use an OpenAI-compatible server from the environment (``OPENAI_API_BASE``,
-``OPENAI_API_KEY``, read by both frameworks' OpenAI classes); here that is the local stub,
-which answers evidence-filter prompts with their first label and other prompts with a
-sentence citing ``[1]``. Snippets that import an adapter load the model and are ``slow``.
-A block of ``#`` comment lines right after a ``print(...)`` line is the output it shows:
-the snippet's output must contain it.
+``OPENAI_API_KEY``, read by both frameworks' OpenAI classes); here that is the local stub
+(:func:`~tests.support.openai_stub.echo_context`), which answers an evidence-filter prompt with
+the label of the passage sharing most of the question's words and any other prompt with the
+context it was given, so what a snippet prints is what it retrieved. Snippets that import an
+adapter load the model and are ``slow``.
+
+A block of ``#`` comment lines right after a ``print(...)`` line is the output it shows: the
+snippet's output must contain it, where ``...`` (alone, or beginning or ending a line) stands
+for output left out, and the pieces between must appear in that order. A snippet that answers
+the README's question shows the answer sentence, so a retrieval that misses it fails the test.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.openai_stub import OpenAIStub
+from tests.support.openai_stub import OpenAIStub, echo_context
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -56,20 +61,53 @@ def _snippets() -> Iterator[object]:
             yield pytest.param(code, id=f"{page.relative_to(ROOT)}:{line}", marks=marks)
 
 
-def _answer(prompt: str) -> str:
-    labels = re.findall(r"<(E\d+)>", prompt)
-    return f'["{labels[0]}"]' if labels else "Between 30 seconds and one day [1]."
+#: ``...`` standing for left-out output: a line of its own, or the start or end of a shown line.
+ELISION = re.compile(r"(?:^|[ \t])\.\.\.(?:[ \t]|$)", re.M)
+
+
+def _shows(shown: str, printed: str) -> bool:
+    """Whether ``printed`` holds ``shown``: its pieces between ``...`` elisions, in order."""
+    at = 0
+    for piece in ELISION.split(shown):
+        piece = piece.strip("\n")
+        if not piece.strip():
+            continue
+        found = printed.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
 
 
 @pytest.fixture(scope="module")
 def llm_server() -> Iterator[OpenAIStub]:
-    with OpenAIStub(_answer) as stub:
+    with OpenAIStub(echo_context) as stub:
         yield stub
 
 
 def test_the_docs_have_snippets() -> None:
     found = {p.name: len(FENCE.findall(p.read_text(encoding="utf-8"))) for p in PAGES}
     assert all(found.values()), f"a page without a python snippet: {found}"
+
+
+def test_shown_output_is_matched_piece_by_piece() -> None:
+    [shown] = _shown_outputs("print(answer)\n# ... The valid range is between 30 seconds and one day.\n")
+    assert _shows(shown, "## 20.5.2. Checkpoints\n: The valid range is between 30 seconds and one day.\n")
+    assert not _shows(shown, "Between 30 seconds and one day [1].")  # the old stub's fixed answer
+    assert _shows("a ...\n...\nb", "a, then b") and not _shows("a ...\n...\nb", "b, then a")
+
+
+def test_the_stub_echoes_the_context_and_picks_the_question_s_passage() -> None:
+    qa = "Answer from the context only.\n\nThe valid range is one day.\n\nQuestion: What is the valid range?"
+    assert echo_context(qa) == "The valid range is one day."
+    llamaindex = (
+        "Context information is below.\n---------------------\nThe valid range is one day.\n"
+        "---------------------\nGiven the context information and not prior knowledge, answer the query.\n"
+        "Query: What is the valid range?\nAnswer: "
+    )
+    assert echo_context(llamaindex) == "The valid range is one day."
+    evidence = "Question: What is the valid range?\n<E1>Checkpoints</E1> <E2>The valid range is one day.</E2>"
+    assert echo_context(evidence) == '["E2"]'
 
 
 @functools.cache
@@ -110,4 +148,4 @@ def test_snippet_runs_as_written(code: str, llm_server: OpenAIStub, tmp_path: Pa
     if "print(" in code:
         assert proc.stdout.strip(), "the snippet prints nothing"
     for shown in _shown_outputs(code):
-        assert shown in proc.stdout, f"shown, not printed:\n{shown}\n--- printed ---\n{proc.stdout}"
+        assert _shows(shown, proc.stdout), f"shown, not printed:\n{shown}\n--- printed ---\n{proc.stdout}"
