@@ -28,6 +28,7 @@ from spire_core.options import (
     Fmt,
     OnPageError,
 )
+from spire_core.query.lexical import Lexicon
 from spire_core.reading.decoding import decode
 from spire_core.results.schema import DOC_ID, UNIT_IDS, user_metadata
 from spire_core.size import SizeFn
@@ -52,6 +53,7 @@ class PageIndexing:
         docstore: BaseStore[str, LCDocument]
         transformer: SpireTransformer
         _documents: DocumentCache
+        _lexicon: Lexicon
 
         def __init__(self, **data: Any) -> None: ...
 
@@ -146,6 +148,7 @@ class PageIndexing:
                 self._check_landed(source, ids)
             self.docstore.mset([(source, _record(page, pieces))])
             self._documents.invalidate(source)  # after the swap: a parse of the old page is not kept
+            self._lexicon.forget(source)
             kept = set(ids)
             self._delete_ids([i for i in old_ids if i not in kept])
             added.extend(ids)
@@ -221,6 +224,7 @@ class PageIndexing:
             self.docstore.mset([(source, page) for source, page, _ in group])
             for source, _, _ in group:
                 self._documents.invalidate(source)
+                self._lexicon.forget(source)
             if cleanup is not None:  # a second pass embeds nothing: it only deletes the pages' older units
                 swept = index(
                     units,
@@ -258,6 +262,7 @@ class PageIndexing:
             self._delete_ids(self._old_ids(old))
             self.docstore.mdelete([source])
             self._documents.invalidate(source)
+            self._lexicon.forget(source)
 
     def _old_ids(self, old: LCDocument) -> list[str]:
         recorded = old.metadata.get(UNIT_IDS)

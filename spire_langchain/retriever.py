@@ -25,6 +25,7 @@ from spire_core.options import (
 )
 from spire_core.pipeline import (
     Bridge,
+    LexicalSearch,
     QueryOptions,
     StoreHit,
     StoreSearch,
@@ -33,6 +34,7 @@ from spire_core.pipeline import (
     searched_once,
     store_search,
 )
+from spire_core.query.lexical import Lexicon
 from spire_core.results.schema import result_id, user_metadata
 
 from ._source import page_loader
@@ -93,12 +95,16 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     cache_size: int = Field(default=64, gt=0)
     id_namespace: str | None = None
     search_type: Literal["similarity", "mmr"] = "similarity"
+    #: fuse a BM25 index over every sentence of the stored pages with the vector ranking
+    lexical: bool = True
 
     _documents: DocumentCache = PrivateAttr()
+    _lexicon: Lexicon = PrivateAttr()
     _distance: bool | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
         self._documents = DocumentCache(page_loader(self.docstore), maxsize=self.cache_size)
+        self._lexicon = Lexicon(lambda: dict.fromkeys(self.docstore.yield_keys()), self._documents, policy=self.policy)
         if self.id_namespace is None:
             self.id_namespace = self.transformer.id_namespace or str(getattr(self.vectorstore, "collection_name", ""))
         self.transformer = _namespaced(self.transformer, self.id_namespace)
@@ -198,7 +204,7 @@ class SpireRetriever(PageIndexing, BaseRetriever):
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         options, search_kwargs = self._call(k, budget, kwargs)
         searches = lambda: self._store_search(lambda n: self._raw(query, n, search_kwargs))  # noqa: E731
-        return retrieve(query, searches, self._pages, options).results
+        return retrieve(query, searches, self._pages, options, self._lexical(search_kwargs)).results
 
     async def aretrieve_subdocuments(
         self, query: str, *, k: int | None = None, budget: int | None = None, **kwargs: Any
@@ -209,7 +215,11 @@ class SpireRetriever(PageIndexing, BaseRetriever):
         def searches(run: Bridge) -> StoreSearch:
             return self._store_search(lambda n: run(self._araw(query, n, search_kwargs)))
 
-        return (await aretrieve(query, searches, self._pages, options)).results
+        return (await aretrieve(query, searches, self._pages, options, self._lexical(search_kwargs))).results
+
+    def _lexical(self, search_kwargs: dict[str, Any]) -> LexicalSearch | None:
+        """The lexical index's search, unless off or the store's search is filtered (which it cannot apply)."""
+        return self._lexicon.hits if self.lexical and "filter" not in search_kwargs else None
 
     def _pages(self, doc_id: str, expected_hash: str | None = None) -> SpireDocument:
         return self._documents(doc_id)

@@ -42,6 +42,7 @@ from spire_core.pipeline import (
     searched_once,
     store_search,
 )
+from spire_core.query.lexical import Lexicon
 from spire_core.results.schema import SPIRE_KEYS, citations_from, result_id, user_metadata
 from spire_core.size import SizeFn
 
@@ -122,7 +123,11 @@ class SpireRetriever(BaseRetriever):
     own docstore. Each result is one node per page: its text the merged rendering (charged
     against ``budget`` with ``size``), its score the best hit's, its metadata
     :func:`spire_core.to_metadata` (``spire_citations``: one citation per admitted sentence),
-    hidden from the LLM-visible text. ``filters`` (``MetadataFilters``) and ``search_kwargs``
+    hidden from the LLM-visible text. With ``lexical`` (the default), a BM25 index over every
+    sentence of the stored pages (:class:`spire_core.query.lexical.Lexicon`, built at the first
+    query and kept in step with the docstore) is fused with the vector ranking, so a sentence
+    naming the question's rare words is found even when its passage's vector averages it away;
+    it is off with ``filters``, which it cannot apply. ``filters`` (``MetadataFilters``) and ``search_kwargs``
     (``VectorIndexRetriever``'s other options) go to the vector store query. The query itself is
     :func:`spire_core.pipeline.retrieve`: hits whose page is missing are skipped with an ERROR
     log, and :class:`MissingSourceError` is raised when no hit has its page.
@@ -143,6 +148,7 @@ class SpireRetriever(BaseRetriever):
         tables: bool = True,
         filters: MetadataFilters | None = None,
         search_kwargs: dict[str, Any] | None = None,
+        lexical: bool = True,
         cache_size: int = 64,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -169,6 +175,8 @@ class SpireRetriever(BaseRetriever):
         self.search_kwargs = dict(search_kwargs or {})
         if filters is not None:
             self.search_kwargs["filters"] = filters
+        #: BM25 over every sentence of the stored pages, fused with the vector ranking (``lexical=False``: off)
+        self.lexicon = Lexicon(self._page_versions, self.sources, policy=policy) if lexical and not filters else None
 
     # the options by name, as on the LangChain retriever (one vocabulary)
     budget = property(lambda self: self.options.budget)
@@ -179,6 +187,11 @@ class SpireRetriever(BaseRetriever):
     max_rounds = property(lambda self: self.options.max_rounds)
     fill = property(lambda self: self.options.fill)
     tables = property(lambda self: self.options.tables)
+
+    def _page_versions(self) -> dict[str, str | None]:
+        """The stored pages (those with units) and their hashes."""
+        docstore = self.sources.docstore
+        return {page: docstore.get_document_hash(page) for page in docstore.get_all_ref_doc_info() or {}}
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -255,7 +268,8 @@ class SpireRetriever(BaseRetriever):
     def retrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        found = retrieve(bundle.query_str, lambda: self._store_search(bundle), self.sources, self.options)
+        lexical = self.lexicon.hits if self.lexicon is not None else None
+        found = retrieve(bundle.query_str, lambda: self._store_search(bundle), self.sources, self.options, lexical)
         return found.results
 
     async def aretrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
@@ -265,8 +279,9 @@ class SpireRetriever(BaseRetriever):
         if bundle.embedding is None and embed is not None:
             embedding = await embed.aget_agg_embedding_from_queries(bundle.embedding_strs)
             bundle = dataclasses.replace(bundle, embedding=embedding)
+        lexical = self.lexicon.hits if self.lexicon is not None else None
         found = await aretrieve(
-            bundle.query_str, lambda run: self._store_search(bundle, run), self.sources, self.options
+            bundle.query_str, lambda run: self._store_search(bundle, run), self.sources, self.options, lexical
         )
         return found.results
 

@@ -145,3 +145,27 @@ def _store() -> Any:
     from langchain_core.stores import InMemoryStore
 
     return InMemoryStore()
+
+
+class ConstantEmbeddings(Embeddings):
+    """Every text the same vector: the vector ranking says nothing, only the lexical signal does."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, 0.0, 0.0]
+
+
+def test_the_lexical_signal_finds_the_sentence_naming_the_rare_words() -> None:
+    filler = " ".join(f"Paragraph {i} talks about ordinary settings of the system." for i in range(12))
+    pages = [Document(page_content=f"<h1>Page {n}</h1><p>{filler}</p>", id=f"p{n}.html") for n in range(6)]
+    pages.append(
+        Document(page_content=f"<h1>Tuning</h1><p>{filler} The frobnicator depth defaults to 42.</p>", id="t.html")
+    )
+    retriever = SpireRetriever.from_documents(pages, ConstantEmbeddings(), budget=60)
+    assert "The frobnicator depth defaults to 42." in " ".join(
+        d.page_content for d in retriever.invoke("frobnicator depth")
+    )
+    retriever.add_documents([Document(page_content="<p>The quux limit is 7.</p>", id="q.html")])
+    assert "The quux limit is 7." in " ".join(d.page_content for d in retriever.invoke("quux limit"))

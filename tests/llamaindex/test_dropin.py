@@ -129,3 +129,35 @@ def test_metadata_filters_and_the_query_engine() -> None:
     response = engine.query("valid range of flush_interval")
     assert response.source_nodes and "30 seconds and one day" in response.source_nodes[0].node.get_content()
     assert response.source_nodes[0].node.metadata["spire_citations"]  # SPIRE's results, not the index's own
+
+
+class ConstantEmbedding(BaseEmbedding):
+    """Every text the same vector: the vector ranking says nothing, only the lexical signal does."""
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [1.0, 0.0, 0.0]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return [1.0, 0.0, 0.0]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return [1.0, 0.0, 0.0]
+
+
+FILLER = " ".join(f"Paragraph {i} talks about ordinary settings of the system." for i in range(12))
+
+
+def test_the_lexical_signal_finds_the_sentence_naming_the_rare_words() -> None:
+    """A sentence naming the question's rare words is delivered even when the vectors cannot tell
+    (issue #34); a page added later is searched once the lexicon refreshes."""
+    pages = [Document(text=f"<h1>Page {n}</h1><p>{FILLER}</p>", id_=f"p{n}.html") for n in range(6)]
+    pages.append(Document(text=f"<h1>Tuning</h1><p>{FILLER} The frobnicator depth defaults to 42.</p>", id_="t.html"))
+    retriever = SpireRetriever.from_documents(pages, embed_model=ConstantEmbedding(model_name="c"), budget=60)
+    text = " ".join(n.node.get_content() for n in retriever.retrieve("frobnicator depth"))
+    assert "The frobnicator depth defaults to 42." in text
+    assert retriever.lexicon is not None
+    retriever.lexicon.refresh_s = 0.0
+    from spire_llamaindex import update_index
+
+    update_index(retriever.index, [Document(text="<p>The quux limit is 7.</p>", id_="q.html")])
+    assert "The quux limit is 7." in " ".join(n.node.get_content() for n in retriever.retrieve("quux limit"))
