@@ -29,6 +29,14 @@ SENTENCE_BEG = "sentence-beg"
 SENTENCE_END = "sentence-end"
 SENTINELS = frozenset({SENTENCE_BEG, SENTENCE_END})
 
+#: MathML presentation elements: they render inline inside ``<math>``, as in browsers.
+MATHML_INLINE = frozenset(
+    [
+        "mi", "mn", "mo", "ms", "mtext", "mspace", "mrow", "msub", "msup", "msubsup", "mfrac", "msqrt",
+        "mroot", "mstyle", "merror", "mpadded", "mphantom", "mfenced", "menclose", "munder", "mover",
+        "munderover", "mmultiscripts", "mprescripts", "semantics",
+    ]
+)  # fmt: skip
 INLINE_TAGS = (
     frozenset(
         [
@@ -71,6 +79,7 @@ INLINE_TAGS = (
             "math",
         ]
     )
+    | MATHML_INLINE
     | SENTINELS
 )
 HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
