@@ -29,6 +29,7 @@ from spire_core import (
     sentences,
 )
 from spire_core.document.tables import MAX_GRID_CELLS, grid
+from spire_core.indexing.passages import CONTEXT_PER_CHAR, CONTEXT_PER_PAGE, page_size
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -91,7 +92,41 @@ def test_a_closure_reads_a_label_shared_by_many_nodes_once() -> None:
     start = time.process_time()
     units = passages(parse_html(page))
     assert time.process_time() - start < 6.0
-    assert sum("Unit text." in u.text for u in units) == 300
+    # every unit is embedded; past the page's context budget, without the 2 KB title, packed together
+    assert sum(u.text.count("Unit text.") for u in units) == 300
+    assert sum(len(u.text) for u in units) <= CONTEXT_PER_CHAR * page_size(parse_html(page)) + CONTEXT_PER_PAGE + 3300
+
+
+TINY_FLOOD = "<h6><ol>" + "<li>x. y.</li>" * 400 + "</ol><p>" + ". " * 4000 + "</p></h6>"
+
+
+@pytest.mark.parametrize("unit", ["passage", "sentence"])
+def test_a_flood_of_tiny_sentences_embeds_text_linear_in_the_page(unit: str) -> None:
+    """Issue 36: 13.6 KB whose 4,400 sentences each carried a 4 KB context (the heading holds
+    them all): 18.9 MB of passage text. Now the page's context budget bounds it, every
+    sentence is still embedded, and tiny sentences pack into shared passages."""
+    start = time.process_time()
+    doc = parse_html(TINY_FLOOD)
+    units = seeds(doc, unit=unit)  # type: ignore[arg-type]
+    total = sum(len(u.text) for u in units)
+    bound = CONTEXT_PER_CHAR * page_size(doc) + CONTEXT_PER_PAGE
+    assert page_size(doc) <= len(TINY_FLOOD)
+    assert total <= bound + 4 * len(TINY_FLOOD)  # the budget, and each unit's own words once
+    assert total < 25 * len(TINY_FLOOD)
+    assert sum(len(u.members) for u in units) == len(sentences(doc)) == 4400  # nothing left out
+    if unit == "passage":
+        assert len(units) < 200
+    assert time.process_time() - start < 8.0
+
+
+def test_pages_under_the_context_budget_embed_full_contexts(caplog: pytest.LogCaptureFixture) -> None:
+    page = "<title>T</title>" + "".join(f"<h2>Section {k}</h2><p>Sentence {k} here. Another {k}.</p>" for k in range(50))
+    with caplog.at_level("WARNING", logger="spire_core.indexing.passages"):
+        units = seeds(parse_html(page), unit="sentence")
+        flood = seeds(parse_html(TINY_FLOOD), unit="sentence")
+    assert all(u.text.startswith("# T") for u in units)  # none past the budget
+    assert len([r for r in caplog.records if "without context" in r.getMessage()]) == 1  # the flood, once
+    assert flood[0].text != flood[-1].text
 
 
 # -- M1: charsets ------------------------------------------------------------------------
