@@ -226,7 +226,8 @@ def test_control_characters_on_a_deep_page_parse(control: str) -> None:
         ("<svg><font color=red>Broke out.</font></svg>", ["Broke out."]),
         ("<svg><font>Stays.</font></svg><p>Out.</p>", ["Out."]),
         # MathML is inline text (its TeX annotation hidden, as in browsers); a block in it is still read
-        ("<p>Let <math><semantics><mi>x</mi><annotation>\\alpha</annotation></semantics></math> be.</p>", ["Let x be."]),
+        ("<p>Let <math><semantics><mi>x</mi><annotation>\\alpha</annotation></semantics></math> be.</p>",
+         ["Let x be."]),
         ("<p>Then <math><mrow><mi>y</mi><mo>=</mo><mn>2</mn></mrow></math>.</p><math><div>Broke.</div></math>",
          ["Then y=2.", "Broke."]),
     ],

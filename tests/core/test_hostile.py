@@ -121,7 +121,8 @@ def test_a_flood_of_tiny_sentences_embeds_text_linear_in_the_page(unit: str) -> 
 
 
 def test_pages_under_the_context_budget_embed_full_contexts(caplog: pytest.LogCaptureFixture) -> None:
-    page = "<title>T</title>" + "".join(f"<h2>Section {k}</h2><p>Sentence {k} here. Another {k}.</p>" for k in range(50))
+    sections = (f"<h2>Section {k}</h2><p>Sentence {k} here. Another {k}.</p>" for k in range(50))
+    page = "<title>T</title>" + "".join(sections)
     with caplog.at_level("WARNING", logger="spire_core.indexing.passages"):
         units = seeds(parse_html(page), unit="sentence")
         flood = seeds(parse_html(TINY_FLOOD), unit="sentence")
