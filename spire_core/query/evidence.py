@@ -63,7 +63,9 @@ class Selection:
     labels: list[str]
     #: label-like tokens that are not in the views (dropped, logged)
     unknown: list[str]
-    #: False when the answer could not be read as a list of labels at all
+    #: :func:`parse_labels`: whether the answer reads as a list of labels (a known one, or a
+    #: well-formed ``[]``); in an :class:`Evidence`, False whenever the filter fell back to
+    #: every unfiltered citation (``error`` and ``empty_reason`` say why)
     ok: bool
     raw: str
     #: why the filter fell back to the unfiltered citations (a failed, late or unusable answer)
