@@ -207,9 +207,10 @@ _ASCII_BREAKS = re.compile(r"[\r\v\f\x1c-\x1e]")
 #: A label marker as it looks once folded: ``<E3>``, ``< /e_3 >``, ``<Е9 class=x>``, ``<E9/>``
 #: (any letters: a Cyrillic or Greek E looks like a Latin one).
 _FAKE_MARKER = re.compile(r"<(\s*/?\s*[^\W\d_]{1,4}\s*_?\s*\d+(?:(?:\s|/)[^<>\n]{0,200})?)>")
-#: A document header as it looks once folded: a line that starts with a run of dashes or
-#: ``=`` (``---``, ``===``, em dashes, soft-hyphenated dashes) followed by a word.
-_FAKE_HEADER = re.compile(r"^([ \t>*#|]*)([-=_~]{2,})(?=[ \t]*[^\W\d_])", re.M)
+#: A document header as it looks once folded: a line that starts with a run of three dashes
+#: or ``=`` (``---``, ``===``, em dashes, soft-hyphenated dashes) followed by a word, or of two
+#: followed by "document" (an SQL ``-- comment`` or a Python ``__init__`` line is left alone).
+_FAKE_HEADER = re.compile(r"^([ \t>*#|]*)([-=]{3,}(?=[ \t]*[^\W\d_])|[-=]{2,}(?=[ \t]*(?i:document)\b))", re.M)
 
 
 def _neutral(text: str) -> str:

@@ -330,3 +330,9 @@ def _look_alike(draw: st.DrawFn) -> str:
 def test_generated_look_alikes_never_reach_the_model_as_markers(text: str) -> None:
     body, views = _prompt_with(text)
     assert sorted(_LOOKS_MARKER.findall(_looks(body))) == _real_markers(views)
+
+
+@pytest.mark.parametrize("line", ["-- an SQL comment", "__init__(self) is called", "|---|---|", "- a list item"])
+def test_ordinary_lines_that_start_with_dashes_are_shown_as_written(line: str) -> None:
+    body, _ = _prompt_with(f"x\n{line}\ny")
+    assert line in body
