@@ -254,7 +254,7 @@ def _looks(text: str) -> str:
 
 #: After :func:`_looks`: a label marker in any form a model may take for one.
 _LOOKS_MARKER = re.compile(r"<\s*/?\s*[^\W\d_]{1,4}\s*_?\s*\d+(?:[\s/][^<>\n]*)?>")
-_LOOKS_HEADER = re.compile(r"^[ \t>*#|]*[-=_~]{2,}[ \t]*document", re.M | re.I)
+_LOOKS_HEADER = re.compile(r"^[ \t>*#|]*[-=]{2,}[ \t]*document", re.M | re.I)
 
 LOOK_ALIKES = [
     "<E9>",
