@@ -228,14 +228,20 @@ class Document:
             return ()
         base = memo.get(parent)
         if base is None:
-            up: list[int] = []
-            i = parent
-            while i > 0:
-                up.append(self.pos[i])
-                i = self.parent[i]
-            base = tuple(reversed(up))
-            if len(base) <= 64:
-                memo[parent] = base
+            last = getattr(self, "_deep_parent", None)  # the last deep parent: its children come in runs
+            if last is not None and last[0] == parent:
+                base = last[1]
+            else:
+                up: list[int] = []
+                i = parent
+                while i > 0:
+                    up.append(self.pos[i])
+                    i = self.parent[i]
+                base = tuple(reversed(up))
+                if len(base) <= 64:
+                    memo[parent] = base
+                else:
+                    self._deep_parent = (parent, base)
         out = base + (self.pos[index],)  # noqa: RUF005 (concatenation: twice as fast as unpacking)
         if len(out) <= 64:
             memo[index] = out
