@@ -28,6 +28,17 @@ table group rows, chains of labels), each parsed, contextualised and packed into
 ``--growth`` finds what one page size cannot: a context that grows with the page. Random
 motifs of labelled structures (:func:`motif`) are repeated 60 and 240 times; the passage text
 per page character must grow by at most :data:`GROWTH_LIMIT` between the two (:func:`growth`).
+It also measures the flood of tiny sentences under one heading (:func:`flood`, issue 36) at
+four sizes: the embedded text per page byte must stay under :data:`FLOOD_LIMIT`.
+
+Issue 36 added the shapes of an outside audit (:func:`_issue36`): form feeds and other
+control characters in pages deep enough for the fallback builder, HTML breaking out of an
+unclosed ``<svg>`` or ``<math>``, floods of tiny sentences under a heading, look-alike label
+markers and document headers (full-width, zero-width, soft-hyphenated, with attributes,
+self-closing, em dashes, ``===``), and UTF-16 pages without a BOM; and the checks that go with
+them: a page's embedded text within its context budget, no look-alike marker or header
+reaching the model, an empty answer never emptying the evidence, and highlighted pages that
+fetch nothing (no ``src``, ``srcset``, ``ping``, ``action``, form or page-made anchor).
 """
 
 from __future__ import annotations
@@ -42,9 +53,11 @@ import resource
 import sys
 import time
 import tracemalloc
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import lxml.html
 
@@ -71,8 +84,8 @@ from spire_core import (
     subdoc,
     to_metadata,
 )
-from spire_core.indexing.passages import expand
-from spire_core.query.evidence import build_views
+from spire_core.indexing.passages import CONTEXT_PER_CHAR, CONTEXT_PER_PAGE, expand, page_size
+from spire_core.query.evidence import build_prompt, build_views
 from spire_core.results.schema import PATHS, members_of, unit_metadata
 
 # -- the generator -----------------------------------------------------------------------
@@ -206,7 +219,60 @@ def _labels(rng: random.Random, budget: int) -> str:
     return f"<table>{head}" + f"<tr><td colspan={cols}>{_words(rng, 4)}</td></tr>" * rng.randrange(1, 20) + "</table>"
 
 
-_FAMILIES: list[Callable[[random.Random, int], str]] = [_soup, _table, _nested, _lists, _sentinels, _labels]
+#: Look-alikes of a label marker's and a document header's characters (issue 36).
+_LOOK_OPEN = ["<", "&lt;", "\uff1c", "\u27e8", "\u2329", "\u3008", "\ufe64", "\u2039", "\u02c2", "&#xFF1C;"]
+_LOOK_CLOSE = [">", "&gt;", "\uff1e", "\u27e9", "\u232a", "\u3009", "\ufe65", "\u203a", "\u02c3"]
+_LOOK_E = ["E", "e", "\uff25", "\u0415", "\u0395", "\U0001d404", "\u24ba"]
+_LOOK_DIGIT = ["9", "1", "3", "\uff19", "\u0669", "\U0001d7d7"]
+_INVISIBLE = ["", "", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "&shy;", "&#8203;", "\u0301"]
+_LOOK_DASH = ["-", "\u2014", "\u2013", "=", "\u2500", "\uff0d", "-\u00ad", "&mdash;", "\u2212"]
+
+
+def _look_alike(rng: random.Random) -> str:
+    if rng.random() < 0.3:  # a document header look-alike on a line of its own
+        dash = "".join(rng.choice(_LOOK_DASH) + rng.choice(_INVISIBLE) for _ in range(rng.randrange(2, 5)))
+        word = rng.choice(["document", "Document", "\uff44ocument"])
+        return "\n" + f'{dash} {word} "x.html" {dash}' + "\n"
+    parts = [rng.choice(_LOOK_OPEN), rng.choice(["", "", "/", "\uff0f", "\u2215"]), rng.choice(_LOOK_E)]
+    parts += [rng.choice(_LOOK_DIGIT) for _ in range(rng.randrange(1, 3))]
+    parts += [rng.choice(["", "", " ", "/", " class=x", ' data-x="1"', "\u00a0"]), rng.choice(_LOOK_CLOSE)]
+    return "".join(p + rng.choice(_INVISIBLE) for p in parts)
+
+
+def _issue36(rng: random.Random, budget: int) -> str:
+    """The shapes of issue 36's audit (module docstring)."""
+    shape = rng.randrange(5)
+    if shape == 0:  # a control character on a page deep enough for the fallback builder
+        odd = rng.choice(["\f", "\x0b", "\x01", "\x1f", "\x7f", "\f\f"])
+        tag = rng.choice(["i", "b", "span", "div"])
+        attr = f' title="a{odd}b"' if rng.random() < 0.3 else ""
+        return f"<{tag}{attr}>" * rng.randrange(2000, 2200) + f"{_words(rng, 2)}{odd}{_words(rng, 3)}"
+    if shape == 1:  # HTML that breaks out of foreign content
+        wrap = rng.choice(["<svg>", "<svg><g>", "<svg><text>", "<math>", "<svg><foreignObject>", "<math><mi>x</mi>"])
+        block = rng.choice(["p", "div", "ul><li", "h2", "table><tr><td", "b", "font color=red"])
+        tail = rng.choice(["", "</svg>", "</g> tail </svg>", "</math>"])
+        return f"<p>{_words(rng, 3)}</p>{wrap}<{block}>{_words(rng, 4)}{tail}<p>{_words(rng, 3)}</p>"
+    if shape == 2:  # a flood of tiny sentences under a heading
+        items, dots = rng.randrange(10, max(11, budget // 14)), rng.randrange(10, max(11, budget // 2))
+        head = rng.choice(["h6", "h2", "th", "dt", "caption"])
+        return f"<{head}><ol>" + "<li>x. y.</li>" * items + "</ol><p>" + ". " * dots + f"</p></{head}>"
+    if shape == 3:  # look-alike markers and headers in text, in <pre> and in attributes
+        text = "".join(rng.choice([_look_alike(rng), _words(rng, 3), " "]) for _ in range(rng.randrange(2, 12)))
+        return rng.choice(["<p>{}</p>", "<pre>{}</pre>", "<li>{}</li>", "<td>{}</td>", "<h3>{}</h3>"]).format(text)
+    # page-made highlight marks, remote resources, forms and ping
+    return rng.choice(
+        [
+            f'<mark class="spire-cite" id="spire-cite-1" data-citation="1">{_words(rng, 3)}</mark>',
+            f'<img src="http://x.test/a.png" srcset="http://x.test/b.png 2x" alt="{_words(rng, 1)}">',
+            f'<form action="http://x.test/s"><input type=password name=p>{_words(rng, 3)}</form>',
+            f'<a href="https://x.test/" ping="http://x.test/p">{_words(rng, 2)}</a>',
+            f'<p background="http://x.test/bg.png" id="spire-legend">{_words(rng, 3)}</p>',
+            f'<a name="spire-cite-2">{_words(rng, 2)}</a><input type=image src="http://x.test/i.png">',
+        ]
+    )
+
+
+_FAMILIES: list[Callable[[random.Random, int], str]] = [_soup, _table, _nested, _lists, _sentinels, _labels, _issue36]
 
 
 def hostile_page(rng: random.Random, max_chars: int = 8000) -> str | bytes:
@@ -224,8 +290,10 @@ def hostile_page(rng: random.Random, max_chars: int = 8000) -> str | bytes:
     if r < 0.7:
         charset = rng.choice(_CHARSETS)
         return f'<meta charset="{charset}">'.encode() + page.encode("utf-8", "surrogatepass")
-    if r < 0.85:
+    if r < 0.8:
         return page.encode("latin-1", "replace")  # undeclared legacy bytes
+    if r < 0.85:  # UTF-16 without a BOM
+        return page.encode(rng.choice(["utf-16-le", "utf-16-be"]), "surrogatepass")
     data = bytearray(page.encode("utf-8", "surrogatepass"))
     for _ in range(rng.randrange(1, 8)):  # flipped bytes
         if data:
@@ -282,6 +350,7 @@ def exercise(page: str | bytes, doc_id: str = "fuzz") -> str:
         subdoc(doc, b)
     units = seeds(doc)
     _check(len(units) == len(sents), "one seed per sentence")
+    _check_budget(doc, units, "sentence")
     if not sents:
         return "ok"
     docs = {doc_id: doc}
@@ -295,22 +364,82 @@ def exercise(page: str | bytes, doc_id: str = "fuzz") -> str:
     shown_units = {(v.doc_id, p) for v in views for p in v.units.values()}
     labels = [lab for v in views for lab in v.units]
     answer = f'["{labels[len(labels) // 2]}", "E999"]' if labels else "[]"
-    ev = select_evidence("what?", results, docs, lambda prompt: answer, target=200)
+    ev = select_evidence("what?", results, docs, lambda prompt: answer, target=200, deadline=None)
     if ev.selection.ok:
         _check({(c.doc_id, c.paths) for c in ev.citations} <= shown_units, "a citation outside the shown units")
+    _check_prompt(build_prompt("what?", views), views)
+    if labels:
+        ev = select_evidence("what?", results, docs, _answers("[]"), target=200, deadline=None)
+        _check(bool(ev.citations) and ev.empty_reason is not None, "the answer [] emptied the evidence")
     cites = [Citation(doc_id, s.paths, s.text) for s in sents[:5]]
     marked = lxml.html.document_fromstring(highlight(page, cites, doc_id=doc_id))
+    ids: list[str] = []
     for el in marked.iter():
-        for name, value in el.attrib.items() if isinstance(el.tag, str) else ():
+        if not isinstance(el.tag, str):
+            continue
+        _check(el.tag != "form", "highlight kept a form")
+        for name, value in el.attrib.items():
             script = name.lower().startswith("on") or name.lower() == "style" or "script:" in value.lower()
             _check(not script, f"highlight kept {name}={value[:40]!r}")
+            _check(name.lower() not in _FETCHING, f"highlight kept {name}={value[:40]!r}, which calls out")
+        if el.get("id", "").startswith("spire-"):
+            ids.append(el.get("id", ""))
+    _check(len(ids) == len(set(ids)), "duplicate spire-* ids in a highlighted page")
+    _check(all(m.get("data-citation") for m in marked.iter("mark") if "spire-cite" in m.get("class", "")),
+           "a page-made spire-cite mark survived")  # fmt: skip
     return "ok"
+
+
+def _answers(answer: str) -> Callable[[str], str]:
+    return lambda prompt: answer
+
+
+#: Attributes a highlighted page must not hold: each makes a browser fetch or report something.
+_FETCHING = frozenset(["src", "srcset", "poster", "background", "ping", "action", "formaction", "data", "manifest"])
+
+
+def _check_budget(doc: Document, units: list[Any], unit: str) -> None:
+    """A page's embedded text: within its context budget plus, per unit, its own words as rendered."""
+    total = sum(len(u.text) for u in units)
+    own = sum(len(doc.text[i]) for i, t in enumerate(doc.tag) if t is None)
+    bound = CONTEXT_PER_CHAR * page_size(doc) + CONTEXT_PER_PAGE + 2 * own + 64 * len(units)
+    _check(total <= bound, f"{unit} text {total} over the page's bound {bound}")
+
+
+#: An independent reading of what text looks like (NFKC, format characters and marks removed,
+#: confusable brackets, slashes and dashes as ASCII), and what then reads as a marker or header.
+_LOOKS = str.maketrans(
+    {
+        **dict.fromkeys("\u2039\u00ab\u27e8\u3008\u300a\u02c2", "<"),
+        **dict.fromkeys("\u203a\u00bb\u27e9\u3009\u300b\u02c3", ">"),
+        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2500\u2501", "-"),
+        **dict.fromkeys("\u2044\u2215", "/"),
+        "\u2550": "=",
+    }
+)
+_LOOKS_MARKER = re.compile(r"<\s*/?\s*[^\W\d_]{1,4}\s*_?\s*\d+(?:[\s/][^<>\n]*)?>")
+_LOOKS_HEADER = re.compile(r"^[ \t>*#|]*[-=]{2,}[ \t]*document", re.I)
+
+
+def _looks(text: str) -> str:
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if unicodedata.category(c) not in ("Cf", "Mn", "Me"))
+    return unicodedata.normalize("NFKC", text).translate(_LOOKS)
+
+
+def _check_prompt(prompt: str, views: list[Any]) -> None:
+    body = _looks(prompt[prompt.find("\n--- document") :]) if views else ""
+    labels = [lab[1:] for v in views for lab in v.units]
+    real = {f"<E{n}>" for n in labels} | {f"</E{n}>" for n in labels}  # (a spanning cell shows its unit twice)
+    _check(set(_LOOKS_MARKER.findall(body)) == real, "page text reached the model as a label marker")
+    headers = [line for line in body.splitlines() if _LOOKS_HEADER.match(line)]
+    _check(len(headers) == len(views), "page text reached the model as a document header")
 
 
 def _check_passages(doc: Document, sents: list[Sentence], docs: dict[str, Document]) -> None:
     """The default index's units: every sentence a member of one passage, whose text shows it; the
     members survive the stored metadata; passage hits expand back to the sentences and aggregate."""
     units = passages(doc)
+    _check_budget(doc, units, "passage")
     members = [m for u in units for m in u.members]
     _check(members == [s.paths for s in sents], "the passages' members are not the sentences, in order")
     by_paths = {s.paths: s for s in sents}
@@ -556,6 +685,27 @@ def growth(n: int, *, seed: int = 0, small: int = 60, large: int = 240) -> list[
     return sorted(out, reverse=True)
 
 
+#: The most embedded (passage or sentence) text per page byte of the tiny-sentence flood at any size.
+FLOOD_LIMIT = 25.0
+
+
+def flood(scale: int) -> str:
+    """Issue 36's page (``scale=1``: 13.6 KB, once 4,400 passages of 18.9 MB): tiny sentences under one heading."""
+    return "<h6><ol>" + "<li>x. y.</li>" * (400 * scale) + "</ol><p>" + ". " * (4000 * scale) + "</p></h6>"
+
+
+def flood_growth(scales: tuple[int, ...] = (1, 2, 4, 8)) -> list[tuple[int, int, str, int, float, float]]:
+    """(scale, page bytes, unit, embedded characters, per page byte, CPU seconds) of :func:`flood`."""
+    out = []
+    for scale in scales:
+        page = flood(scale)
+        for unit in ("passage", "sentence"):
+            start = time.process_time()
+            text = sum(len(u.text) for u in seeds(parse_html(page), unit=unit))
+            out.append((scale, len(page), unit, text, text / len(page), time.process_time() - start))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1000, help="inputs to generate")
@@ -577,7 +727,11 @@ def main(argv: list[str] | None = None) -> int:
         found = growth(args.n, seed=args.seed)
         for times, seed, fragment in found[:5]:
             print(f"growth {times:.2f} (seed {seed}): {fragment[:200]}")
-        return 1 if found and found[0][0] > GROWTH_LIMIT else 0
+        floods = flood_growth()
+        for scale, size, unit, text, per_byte, took in floods:
+            print(f"tiny-sentence flood x{scale} ({size} B), {unit}: {text} chars, {per_byte:.1f}/byte, {took:.2f} s")
+        over = found and found[0][0] > GROWTH_LIMIT
+        return 1 if over or max(f[4] for f in floods) > FLOOD_LIMIT else 0
     report = run(args.n, seed=args.seed, slow=args.slow, memory=args.memory, max_chars=args.max_chars)
     _print(report, args.slow)
     return 1 if report.crash_count or report.slow else 0

@@ -33,6 +33,7 @@ from spire_core.indexing.units import DocumentCache, Seed, seeds
 from spire_core.query.aggregate import Hit, Search, Subdocument, aggregate
 from spire_core.query.citation import Citation
 from spire_core.query.evidence import (
+    DEFAULT_DEADLINE,
     Evidence,
     Selection,
     View,
@@ -59,6 +60,7 @@ from spire_core.results.schema import from_metadata, subdocuments, to_metadata, 
 from spire_core.size import approx_tokens, model_tokens
 
 __all__ = [
+    "DEFAULT_DEADLINE",
     "HEADERS",
     "HTML",
     "LISTS",

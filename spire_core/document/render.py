@@ -108,6 +108,10 @@ class _Block:
     tight: bool
 
 
+#: Nested containers (list items, definitions, quotes) whose prefixes a line carries at most.
+MAX_PREFIX_LEVELS = 16
+
+
 class _Renderer:
     def __init__(self, doc: Document, kept: list[int], markdown: bool, marks: _Marks) -> None:
         self.doc = doc
@@ -121,6 +125,11 @@ class _Renderer:
         self.marker: str | None = None  # list marker waiting for the item's first line
 
     # -- output ----------------------------------------------------------------------
+    def lead(self) -> str:
+        """The line prefix of the open containers: the innermost :data:`MAX_PREFIX_LEVELS` only,
+        so a line under 256 nested quotes or lists costs a bounded prefix, not 512 characters."""
+        return "".join(self.prefix[-MAX_PREFIX_LEVELS:])
+
     def flush(self, heading: int = 0, tight: bool = False) -> None:
         if not self.buf:
             return
@@ -130,7 +139,7 @@ class _Renderer:
             return
         if heading and self.markdown:
             text = "#" * heading + " " + text
-        lead = "".join(self.prefix)
+        lead = self.lead()
         if self.marker is not None:
             lead = lead[: len(lead) - len(self.marker)] + self.marker
             self.marker = None
@@ -277,7 +286,7 @@ class _Renderer:
         code = self.code_text(i).strip("\n")
         if not code.strip():
             return
-        lead = "".join(self.prefix)
+        lead = self.lead()
         body = "\n".join(lead + line for line in code.split("\n"))
         fence = code_fence(code)
         self.blocks.append(_Block(f"{lead}{fence}\n{body}\n{lead}{fence}" if self.markdown else body, False))
@@ -304,7 +313,7 @@ class _Renderer:
         inside = set(kept) if g.captions else ()
         for caption in g.captions:
             if caption in inside:
-                self.blocks.append(_Block("".join(self.prefix) + self.cell_text(caption), False))
+                self.blocks.append(_Block(self.lead() + self.cell_text(caption), False))
         cells = [c for c in kept if c in g.cells]
         if not cells:
             return
@@ -334,7 +343,7 @@ class _Renderer:
                 c = g.at.get((r, col))
                 row.append(texts[c] if c in texts and g.cells[c][1] == col else "")
             lines.append(("| " + sep.join(row) + " |") if self.markdown else sep.join(x for x in row if x))
-        lead = "".join(self.prefix)
+        lead = self.lead()
         self.blocks.append(_Block("\n".join(lead + line for line in lines), False))
 
 

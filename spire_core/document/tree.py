@@ -29,6 +29,14 @@ SENTENCE_BEG = "sentence-beg"
 SENTENCE_END = "sentence-end"
 SENTINELS = frozenset({SENTENCE_BEG, SENTENCE_END})
 
+#: MathML presentation elements: they render inline inside ``<math>``, as in browsers.
+MATHML_INLINE = frozenset(
+    [
+        "mi", "mn", "mo", "ms", "mtext", "mspace", "mrow", "msub", "msup", "msubsup", "mfrac", "msqrt",
+        "mroot", "mstyle", "merror", "mpadded", "mphantom", "mfenced", "menclose", "munder", "mover",
+        "munderover", "mmultiscripts", "mprescripts", "semantics",
+    ]
+)  # fmt: skip
 INLINE_TAGS = (
     frozenset(
         [
@@ -71,6 +79,7 @@ INLINE_TAGS = (
             "math",
         ]
     )
+    | MATHML_INLINE
     | SENTINELS
 )
 HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
@@ -219,14 +228,20 @@ class Document:
             return ()
         base = memo.get(parent)
         if base is None:
-            up: list[int] = []
-            i = parent
-            while i > 0:
-                up.append(self.pos[i])
-                i = self.parent[i]
-            base = tuple(reversed(up))
-            if len(base) <= 64:
-                memo[parent] = base
+            last = getattr(self, "_deep_parent", None)  # the last deep parent: its children come in runs
+            if last is not None and last[0] == parent:
+                base = last[1]
+            else:
+                up: list[int] = []
+                i = parent
+                while i > 0:
+                    up.append(self.pos[i])
+                    i = self.parent[i]
+                base = tuple(reversed(up))
+                if len(base) <= 64:
+                    memo[parent] = base
+                else:
+                    self._deep_parent = (parent, base)
         out = base + (self.pos[index],)  # noqa: RUF005 (concatenation: twice as fast as unpacking)
         if len(out) <= 64:
             memo[index] = out

@@ -17,10 +17,18 @@ model reads (a single sentence longer than the window stays one passage). A pass
 context holds more than :data:`~spire_core.context.policy.MAX_CONTEXT_CHARS` characters
 (never on the bench pages; a hostile page's can hold 46 KB) renders its context's nearest part
 (:meth:`~spire_core.context.Policy.nearest`).
+
+What a page embeds in all is bounded by its size (:class:`ContextBudget`): once its units'
+renderings have used :data:`CONTEXT_PER_CHAR` times the page's size plus
+:data:`CONTEXT_PER_PAGE` characters, later units are embedded without context, and
+sentences of one section are then packed by their own words (a flood of tiny sentences
+becomes a few passages, not one 4 KB context each). No bench page comes near the bound
+(the costliest uses 10x its size).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,15 +36,17 @@ from typing import Literal
 
 from spire_core.context import HTML, Policy
 from spire_core.context.headers import headings
-from spire_core.context.policy import over_bounds
+from spire_core.context.policy import MAX_CONTEXT_CHARS, over_bounds
 from spire_core.document.paths import down_indices
 from spire_core.document.render import render_indices
-from spire_core.document.tree import LRU, Document, Memo, Path
+from spire_core.document.tree import LRU, SENTINELS, Document, Memo, Path
 from spire_core.errors import PathFormatError, UnknownPathError
 from spire_core.options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
 from spire_core.query.aggregate import INDICES_MEMO_SIZE, Documents, Hit, Search
 from spire_core.reading.sentences import Sentence, sentence_indices, sentences
 from spire_core.size import SizeFn, model_tokens
+
+log = logging.getLogger(__name__)
 
 #: How the members of one passage hit are ordered: by document order, or by how many of
 #: the question's words each holds (ties in document order).
@@ -71,6 +81,51 @@ class PassageHit:
     score: float
 
 
+#: Characters of embedded text a page may use per unit of its :func:`page_size`, plus
+#: :data:`CONTEXT_PER_PAGE` (:class:`ContextBudget`).
+CONTEXT_PER_CHAR = 16
+CONTEXT_PER_PAGE = 64 * 1024
+
+
+def page_size(doc: Document) -> int:
+    """A page's size as parsed: its text characters plus 4 per element (an element takes at
+    least ``<p>`` and a byte in its page; the sentence boundary markers SPIRE inserts do not count)."""
+    tags = doc.tag
+    return sum(len(doc.text[i]) if t is None else (0 if t in SENTINELS else 4) for i, t in enumerate(tags))
+
+
+class ContextBudget:
+    """The embedded text a page may still use: :data:`CONTEXT_PER_CHAR` x :func:`page_size`
+    + :data:`CONTEXT_PER_PAGE` characters at first, less every rendering made.
+
+    While :attr:`low` (less than two full contexts left), units are embedded with their own
+    nodes only, so a page's total embedded text is at most that budget plus, per unit, its own
+    words as rendered (and one unit's overshoot): linear in the page, whatever its shape.
+    """
+
+    def __init__(self, doc: Document) -> None:
+        self.doc_id = doc.doc_id
+        self.left = CONTEXT_PER_CHAR * page_size(doc) + CONTEXT_PER_PAGE
+        self._told = False
+
+    @property
+    def low(self) -> bool:
+        if self.left >= 2 * MAX_CONTEXT_CHARS:
+            return False
+        if not self._told:
+            self._told = True
+            log.warning(
+                "page %r: its units' contexts reached %dx the page's size: later units are embedded without context",
+                self.doc_id,
+                CONTEXT_PER_CHAR,
+            )
+        return True
+
+    def spend(self, text: str) -> str:
+        self.left -= len(text)
+        return text
+
+
 @dataclass
 class _Run:
     key: int
@@ -80,6 +135,8 @@ class _Run:
     closed: set[int]
     tokens: int
     cut: bool
+    #: embedded without context (the page's :class:`ContextBudget` ran low): grows by own words
+    bare: bool = False
 
 
 def passages(
@@ -101,13 +158,23 @@ def passages(
     if max_tokens <= 0 or window <= 0:
         raise ValueError("max_tokens and window must be positive")
     section = headings(doc).last
+    budget = ContextBudget(doc)
     out: list[Passage] = []
     run: _Run | None = None
     for s in sentences(doc):
         nodes = sentence_indices(doc, *s.span)
         key = section[s.span[0]]
         if run is not None:
-            if run.key == key and not run.cut:
+            if run.key == key and run.bare and budget.low:
+                own = set(nodes)
+                grown = run.tokens + _tokens(doc, own, size)
+                if grown <= max_tokens:
+                    run.members.append((s, nodes))
+                    run.closed |= own
+                    run.covered |= own
+                    run.tokens = grown
+                    continue
+            elif run.key == key and not run.cut:
                 grown_closed = policy.indices(doc, nodes, closed=run.closed)
                 new = down_indices(doc, grown_closed - run.closed) - run.covered
                 grown = run.tokens + _tokens(doc, new, size)
@@ -118,7 +185,11 @@ def passages(
                     run.tokens = grown
                     continue
             # emitted once complete: no run's sets outlive it
-            out.extend(_emit(doc, run.members, run.closed, policy, fmt, window, window_size))
+            out.extend(_emit(doc, run.members, run.closed, policy, fmt, window, window_size, budget, run.bare))
+        if budget.low:
+            own = set(nodes)
+            run = _Run(key, [(s, nodes)], set(own), own, _tokens(doc, own, size), True, bare=True)
+            continue
         closed = policy.indices(doc, nodes)
         cut = over_bounds(doc, closed, set(nodes))
         if cut:
@@ -126,7 +197,7 @@ def passages(
         covered = down_indices(doc, closed)
         run = _Run(key, [(s, nodes)], covered, closed, _tokens(doc, covered, size), cut)
     if run is not None:
-        out.extend(_emit(doc, run.members, run.closed, policy, fmt, window, window_size))
+        out.extend(_emit(doc, run.members, run.closed, policy, fmt, window, window_size, budget, run.bare))
     return out
 
 
@@ -143,21 +214,27 @@ def _emit(
     fmt: Fmt,
     window: int,
     size: SizeFn,
+    budget: ContextBudget,
+    bare: bool = False,
 ) -> list[Passage]:
     """One passage (rendered once), or two halves when the rendering overflows the window.
 
     ``closed`` is what to render (:attr:`_Run.closed`), None for a half: its members' context
-    is then taken afresh, the nearest part of it where it is over the bounds.
+    is then taken afresh, the nearest part of it where it is over the bounds (none at all
+    when ``bare``: the run was packed without context).
     """
     nodes = [i for _, m in members for i in m]
+    if closed is None:
+        closed = set(nodes) if bare else policy.nearest(doc, nodes)
     # a policy is a closure under per-node contributions: the closure of the union is the
     # union of the members' closures, which packing already holds
-    text = render_indices(doc, closed if closed is not None else policy.nearest(doc, nodes), fmt=fmt)
+    text = render_indices(doc, closed, fmt=fmt)
     if len(members) > 1 and size(text) > window:
         half = len(members) // 2
-        return _emit(doc, members[:half], None, policy, fmt, window, size) + _emit(
-            doc, members[half:], None, policy, fmt, window, size
+        return _emit(doc, members[:half], None, policy, fmt, window, size, budget, bare) + _emit(
+            doc, members[half:], None, policy, fmt, window, size, budget, bare
         )
+    budget.spend(text)
     member_paths = tuple(s.paths for s, _ in members)
     return [
         Passage(

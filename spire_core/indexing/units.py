@@ -16,7 +16,7 @@ from typing import get_args
 from spire_core.context import HTML, Policy
 from spire_core.document.render import render_indices
 from spire_core.document.tree import INLINE_TAGS, Document, Path
-from spire_core.indexing.passages import passages
+from spire_core.indexing.passages import ContextBudget, passages
 from spire_core.options import Fmt, Unit
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES
 from spire_core.reading.parse import parse_page
@@ -45,7 +45,10 @@ class Seed:
 
 def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: Unit = "sentence") -> list[Seed]:
     """The seeds of ``doc``: each sentence (``unit="sentence"``), block leaf (``"block"``) or
-    passage (``"passage"``, :func:`spire_core.passages.passages`, cap and window by default)."""
+    passage (``"passage"``, :func:`spire_core.passages.passages`, cap and window by default).
+
+    A page's seeds' texts hold at most its :class:`~spire_core.indexing.passages.ContextBudget`
+    of context in all: past it, units are embedded with their own words only."""
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
     if unit == "passage":
@@ -70,12 +73,13 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: 
             groups[-1] = (anchor, groups[-1][1], groups[-1][2] + " " + s.text)
             continue
         groups.append((anchor, nodes, s.text))
+    budget = ContextBudget(doc)  # past it, a unit is embedded without context
     return [
         Seed(
             doc_id=doc.doc_id,
             paths=doc.to_paths(nodes),
             begin=doc.path(anchor),
-            text=render_indices(doc, policy.nearest(doc, nodes), fmt=fmt),
+            text=budget.spend(render_indices(doc, set(nodes) if budget.low else policy.nearest(doc, nodes), fmt=fmt)),
             own_text=own,
             members=(doc.to_paths(nodes),),
         )

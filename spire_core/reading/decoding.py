@@ -107,7 +107,8 @@ class Decoded:
 
 
 def decode(data: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, doc_id: str | None = None) -> Decoded:
-    """Decode ``data``, never failing on bad bytes: a BOM decides, then a ``<meta charset>``
+    """Decode ``data``, never failing on bad bytes: a BOM decides (or UTF-16 recognised without
+    one: :func:`_utf16_without_bom`), then a ``<meta charset>``
     holding a WHATWG label, else UTF-8 when the bytes are UTF-8, else a detected legacy encoding.
     Characters HTML cannot hold (controls, lone surrogates) are removed or replaced, also in ``str``.
 
@@ -184,10 +185,37 @@ def _sniff(data: bytes) -> tuple[str | None, int, bool]:
         if data.startswith(bom):
             return name, len(bom), True
     head = data[:4096]
+    utf16 = _utf16_without_bom(head)
+    if utf16:
+        return utf16, 0, True
     found = _XML_DECL.search(head) or _META_CHARSET.search(head)
     if found:
         return found.group(1).decode("ascii").lower(), 0, False
     return None, 0, False
+
+
+def _utf16_without_bom(head: bytes) -> str | None:
+    """``utf-16-le`` or ``utf-16-be`` when ``head`` reads as UTF-16 text without a BOM, as
+    browsers' sniffers find it: NUL in most bytes of one parity (the high bytes of ASCII
+    markup) and in almost none of the other, and the sample decodes with no error."""
+    n = len(head) // 2 * 2
+    if n < 8:
+        return None
+    odd, even = head[1:n:2].count(0), head[0:n:2].count(0)
+    half = n // 2
+    for codec, high, low in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
+        if high >= half * 0.3 and low <= half * 0.02:
+            try:
+                text = head[:n].decode(codec)
+            except UnicodeDecodeError:
+                # a sample may end inside a surrogate pair
+                try:
+                    text = head[: n - 2].decode(codec)
+                except UnicodeDecodeError:
+                    continue
+            if "<" in text or "\n" in text:
+                return codec
+    return None
 
 
 def _reject_binary(head: bytes, *, bom: bool, doc_id: str | None) -> None:

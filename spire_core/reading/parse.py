@@ -6,7 +6,8 @@ segments the tree into sentences all happen here; the model itself is
 :func:`parse_text`, pages of unknown kind through :func:`parse_page`.
 
 Cleaning (decided once, here): comments, processing instructions, ``script``, ``style``,
-``template``, ``noscript``, ``svg`` and embedded objects are dropped, and so are elements
+``template``, ``noscript``, ``svg`` and embedded objects are dropped (but HTML that breaks out of an
+unclosed ``<svg>``, as in browsers: :func:`_svg_breakout`), and so are elements
 hidden with the ``hidden`` attribute or ``display:none``. Of ``<head>`` only ``<title>``
 stays. With ``boilerplate=True`` (the default) site chrome is dropped too: navigation,
 footers, tables of contents, permalink anchors and citation markers (see
@@ -62,6 +63,9 @@ DROP_TAGS = frozenset(
         "area",
         "param",
         "dialog",
+        # MathML's alternative encodings (TeX source, content markup): browsers do not show them
+        "annotation",
+        "annotation-xml",
     ]
 )
 #: Class names of site chrome dropped when ``boilerplate=True``.
@@ -442,7 +446,12 @@ def _build(lx_root: Any, boilerplate: bool) -> Element:
                 or (boilerplate and tag in BOILERPLATE_TAGS)
                 or (attrs and _dropped_by_attrs(tag, attrs, boilerplate))
             ):  # cleaned away (module docstring)
-                text = lx.tail
+                lifted = _svg_breakout(lx) if tag == "svg" else None
+                if lifted:  # HTML inside the SVG that browsers render outside it
+                    extend(reversed(lifted))
+                    text = None
+                else:
+                    text = lx.tail
             else:
                 parent = top.element if len(path) < MAX_DEPTH else path[MAX_DEPTH - 1].element
                 # unwrapped: page-supplied sentinels, and a form in a table (browsers empty it there)
@@ -473,6 +482,48 @@ def _build(lx_root: Any, boilerplate: bool) -> Element:
             top.kids.append(text)
     root.children = _tidy(root.children, path[0].pre or root.tag in INLINE_TAGS)
     return root
+
+
+#: Start tags that end foreign (SVG, MathML) content in browsers: the element and all that
+#: follows it are HTML again (HTML's "in foreign content" insertion mode).
+BREAKOUT_TAGS = frozenset(
+    [
+        "b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em", "embed",
+        "h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing", "menu", "meta",
+        "nobr", "ol", "p", "pre", "ruby", "s", "small", "span", "strike", "strong", "sub", "sup",
+        "table", "tt", "u", "ul", "var",
+    ]
+)  # fmt: skip
+#: SVG elements whose content browsers parse as HTML (where a ``<p>`` does not break out).
+_SVG_HTML_POINTS = frozenset(["foreignobject", "desc", "title"])
+
+
+def _svg_breakout(svg: Any) -> list[Any] | None:
+    """What of a dropped ``<svg>`` browsers render outside it, in document order: its first
+    breakout element (:data:`BREAKOUT_TAGS`, or ``font`` with ``color``, ``face`` or ``size``)
+    outside an HTML integration point, then everything after it up to the svg's end (each
+    enclosing element's tail as an :class:`_Unwrapped`); None when nothing breaks out."""
+    todo = list(reversed(svg))
+    found = None
+    while todo:
+        e = todo.pop()
+        if not isinstance(e.tag, str):
+            continue
+        name = _tag_name(e.tag)
+        if name in BREAKOUT_TAGS or (name == "font" and any(k in e.attrib for k in ("color", "face", "size"))):
+            found = e
+            break
+        if name not in _SVG_HTML_POINTS:
+            todo.extend(reversed(e))
+    if found is None:
+        return None
+    out: list[Any] = [found, *found.itersiblings()]
+    parent = found.getparent()
+    while parent is not None and parent is not svg:
+        out += [_Unwrapped(parent), *parent.itersiblings()]
+        parent = parent.getparent()
+    out.append(_Unwrapped(svg))
+    return out
 
 
 def _place(path: list[_Open], parent: Element, e: Element, implied: set[int]) -> Element:
@@ -562,6 +613,15 @@ def _inline(node: Element | str) -> bool:
 
 
 _XML_NAME = re.compile(r"[A-Za-z_][-A-Za-z0-9_.]*\Z")
+#: Characters lxml refuses in text and attribute values (XML 1.0): form feed and vertical tab
+#: are HTML whitespace and become spaces, the others are dropped as libxml2's HTML parser does.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _xml_safe(text: str) -> str:
+    if not _NOT_XML.search(text):
+        return text
+    return _NOT_XML.sub(lambda m: " " if m.group() in "\x0b\x0c" else "", text)
 
 
 class _DeepBuilder(HTMLParser):
@@ -620,7 +680,7 @@ class _DeepBuilder(HTMLParser):
             tag not in INLINE_TAGS and self.open and self.open[-1] == "p"
         ):
             self._pop()
-        self.builder.start(tag, {k: v or "" for k, v in attrs if _XML_NAME.match(k)})
+        self.builder.start(tag, {k: _xml_safe(v or "") for k, v in attrs if _XML_NAME.match(k)})
         if tag in self.VOID:
             self.builder.end(tag)
         else:
@@ -638,7 +698,7 @@ class _DeepBuilder(HTMLParser):
             pass
 
     def handle_data(self, data: str) -> None:
-        self.builder.data(data)
+        self.builder.data(_xml_safe(data))
 
     def handle_comment(self, data: str) -> None:
         return

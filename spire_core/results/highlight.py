@@ -9,9 +9,29 @@ Marks never cross element boundaries: a citation is marked as runs of adjacent i
 siblings (text, links, emphasis) it covers entirely, descending into block elements, so
 the output stays well nested even when citations overlap.
 
-The page is untrusted: scripts and embedded objects are dropped at parse time, and the
-output keeps no event handler (``on*``), ``style`` or ``srcdoc`` attribute and no URL with
-a scheme other than http(s), mailto, tel or ftp (``javascript:``, ``data:``, ``vbscript:``).
+The page is untrusted, and a highlighted page does not call out when it is opened:
+
+- scripts, styles, frames, embedded objects, media, ``<link>``, ``<meta>`` and ``<base>`` are
+  dropped at parse time (:data:`~spire_core.reading.parse.DROP_TAGS`);
+- no attribute that makes a browser fetch or report is written back, whatever its URL
+  (:data:`_FETCHING_ATTRS`: ``src``, ``srcset``, ``poster``, ``background``, ``ping``,
+  ``action``, ``manifest``, ...), so images show their ``alt`` text only; forms are written as
+  ``<div>`` (nothing can be submitted) and no ``style`` attribute is kept (no CSS ``url()``);
+- the head carries a Content-Security-Policy (``default-src 'none'``, inline style only, no
+  form action, no base) and ``referrer: no-referrer`` as a second line of defence;
+- no event handler (``on*``) or ``srcdoc`` attribute and no URL with a scheme other than
+  http(s), mailto, tel or ftp (``javascript:``, ``data:``, ``vbscript:``) in what is kept;
+- page-made look-alikes of the highlighter's own output are neutralised: ``spire-*`` class
+  names, ``id``/``name`` values and ``data-citation`` attributes from the page are dropped, so
+  a page cannot fake a highlight or an anchor of the legend.
+
+Why not a sanitizer library: the output is written from SPIRE's own cleaned tree (every text
+and attribute escaped, no markup of the page passed through as a string), so what remains is
+an attribute policy. ``nh3`` (ammonia) keeps http(s) ``src`` by default, so it would need
+these same rules as an ``attribute_filter`` on top of a second parse and serialisation of
+every output; ``lxml_html_clean`` works on lxml trees with its own, broader element
+removal and a history of bypasses. Neither removes the need for the rules here, and both
+add a dependency; the rules are tested attribute by attribute (``tests/core/test_hostile.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +61,21 @@ _URL_ATTRS = frozenset(
     ["href", "src", "action", "poster", "background", "cite", "data", "srcset", "ping", "lowsrc", "dynsrc", "longdesc"]
 )
 _SAFE_SCHEMES = frozenset(["http", "https", "mailto", "tel", "ftp"])
+#: Attributes that make a browser fetch or report something when the page is opened (or a
+#: form is sent): never written back, whatever the URL.
+_FETCHING_ATTRS = frozenset(
+    [
+        "src", "srcset", "lowsrc", "dynsrc", "poster", "background", "data", "ping", "manifest", "codebase",
+        "archive", "classid", "code", "imagesrcset", "action", "formaction", "icon", "profile", "xlink:href",
+        "attributionsrc", "itemtype",
+    ]
+)  # fmt: skip
+#: Elements written as another, inert one: a form cannot be submitted from a highlighted page.
+_INERT_TAGS = {"form": "div"}
+#: What the highlighter itself writes, and a page must not imitate (classes, ids, anchors).
+_OWN_PREFIX = "spire-"
+#: Served with every highlighted page: nothing is loaded but its own inline style.
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'"
 #: A URL of a scheme that runs code, anywhere in a value (a list of URLs, a refresh target, an
 #: attribute a script reads): such an attribute is dropped, whatever its name.
 _SCRIPT_URL = re.compile(r"(?<![A-Za-z0-9+.-])(?:javascript|vbscript|data):", re.IGNORECASE)
@@ -171,7 +206,9 @@ def _safe(name: str, value: str) -> bool:
     """Whether attribute ``name=value`` may be served: no event handlers, inline styles or
     script URLs (the page is untrusted and the output may be served from an app's origin)."""
     name = name.lower()
-    if not _ATTR_NAME.match(name) or name.startswith("on") or name in _UNSAFE_ATTRS:
+    if not _ATTR_NAME.match(name) or name.startswith("on") or name in _UNSAFE_ATTRS or name in _FETCHING_ATTRS:
+        return False
+    if name == "data-citation" or (name in ("id", "name") and value.strip().lower().startswith(_OWN_PREFIX)):
         return False
     url = _URL_NOISE.sub("", value)
     if _SCRIPT_URL.search(url):
@@ -185,8 +222,12 @@ def _safe(name: str, value: str) -> bool:
 
 
 def _start_tag(tag: str, attrs: Mapping[str, str]) -> str:
-    parts = [tag]
+    parts = [_INERT_TAGS.get(tag, tag)]
     for name, value in attrs.items():
+        if name.lower() == "class":  # the page's own classes, without any that imitate SPIRE's
+            value = " ".join(c for c in value.split() if not c.lower().startswith(_OWN_PREFIX))
+            if not value:
+                continue
         if _safe(name, value):
             parts.append(f'{name}="{html.escape(value, quote=True)}"')
     return "<" + " ".join(parts) + ">"
@@ -198,7 +239,10 @@ def _serialize(doc: Document, opens: dict[int, list[int]], closes: dict[int, lis
     first_mark: set[int] = set()
     head = next((c for c in doc.children[0] if doc.tag[c] == "head"), None) if len(doc) else None
     body = next((c for c in doc.children[0] if doc.tag[c] == "body"), None) if len(doc) else None
-    extra_head = f'<meta charset="utf-8"><style>{STYLE}</style>'
+    extra_head = (
+        f'<meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f'<meta name="referrer" content="no-referrer"><style>{STYLE}</style>'
+    )
 
     def open_marks(i: int) -> None:
         for n in opens.get(i, ()):
@@ -220,7 +264,7 @@ def _serialize(doc: Document, opens: dict[int, list[int]], closes: dict[int, lis
             assert tag is not None
             if i == head:
                 out.append(extra_head)
-            out.append(f"</{tag}>")
+            out.append(f"</{_INERT_TAGS.get(tag, tag)}>")
             if i == head and body is None:
                 out.append(legend)
             close_marks(i)

@@ -42,7 +42,7 @@ COST = "spire_cost"
 SCORE = "spire_score"
 #: a result's citations, one :meth:`Citation.to_dict` each
 CITATIONS = "spire_citations"
-#: what the evidence filter did: ``{"ok", "labels", "unknown", "error"}``
+#: what the evidence filter did: ``{"ok", "labels", "unknown", "error", "empty_reason"}``
 FILTER = "spire_filter"
 #: the ids of a stored page's units (to delete them when the page changes)
 UNIT_IDS = "spire_ids"
@@ -229,4 +229,5 @@ def filter_report(selection: Selection) -> dict[str, Any]:
         "labels": list(selection.labels),
         "unknown": list(selection.unknown),
         "error": selection.error,
+        "empty_reason": selection.empty_reason,
     }

@@ -50,6 +50,19 @@ def test_byte_order_marks(data: bytes, encoding: str) -> None:
     assert "\ufeff" not in render(doc, [()])
 
 
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("page", [PAGE, "<p>日本語のページです。二つ目の文。</p>", "\n\n<!doctype html><p>Ok.</p>"])
+def test_utf16_without_a_bom_is_detected(codec: str, page: str) -> None:
+    doc = parse_page(page.encode(codec), doc_id="u16")
+    assert doc.encoding == codec
+    assert [s.text for s in sentences(doc)] == texts(page)
+
+
+def test_nul_laden_binary_is_still_not_html() -> None:
+    with pytest.raises(NotHTMLError):
+        parse_page(b"\x00\x00\x01\x00" * 500)
+
+
 def test_meta_charset_windows_1252() -> None:
     page = PAGE.replace("<html>", '<html><head><meta charset="windows-1252"></head>')
     doc = parse_html(page.encode("cp1252"))
@@ -186,6 +199,46 @@ def test_deeply_nested_page() -> None:
 def test_deep_inline_nesting() -> None:
     page = "<p>Start here. " + "<span>" * DEPTH + "Deep inline words. More." + "</span>" * DEPTH + " End.</p>"
     assert texts(page) == ["Start here.", "Deep inline words.", "More.", "End."]
+
+
+@pytest.mark.parametrize("control", ["\f", "\x0b", "\x01", "\x1f", "\x7f"])
+def test_control_characters_on_a_deep_page_parse(control: str) -> None:
+    """The deep-nesting builder handed a form feed to lxml: ``ValueError: All strings must be
+    XML compatible`` (issue 36, all 18 untyped crashes of the audit's 4,000 pages)."""
+    doc = parse_html("<i>" * 2047 + f"a{control}b")
+    assert any("fallback" in w for w in doc.warnings)
+    assert [" ".join(s.text.split()) for s in sentences(doc)] in (["a b"], ["ab"])
+    deep_attr = parse_html(f'<i title="x{control}y">' * 2047 + "Words here.")
+    assert [s.text for s in sentences(deep_attr)] == ["Words here."]
+
+
+# -- foreign content ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        # an unclosed <svg>: browsers show the paragraph, as HTML after the svg
+        ("<p>Before.</p><svg><p>Visible in browsers.</p>", ["Before.", "Visible in browsers."]),
+        ("<p>Before.</p><svg><g><text>label</text><div>Out.</div>tail.</g></svg><p>After.</p>",
+         ["Before.", "Out.", "tail.", "After."]),
+        ("<svg><circle/></svg><p>After a closed svg.</p>", ["After a closed svg."]),
+        # an HTML integration point: its HTML stays inside the (dropped) svg, as in browsers
+        ("<svg><foreignObject><p>Inside.</p></foreignObject></svg><p>Out.</p>", ["Out."]),
+        ("<svg><font color=red>Broke out.</font></svg>", ["Broke out."]),
+        ("<svg><font>Stays.</font></svg><p>Out.</p>", ["Out."]),
+        # MathML is inline text (its TeX annotation hidden, as in browsers); a block in it is still read
+        ("<p>Let <math><semantics><mi>x</mi><annotation>\\alpha</annotation></semantics></math> be.</p>",
+         ["Let x be."]),
+        ("<p>Then <math><mrow><mi>y</mi><mo>=</mo><mn>2</mn></mrow></math>.</p><math><div>Broke.</div></math>",
+         ["Then y=2.", "Broke."]),
+    ],
+)  # fmt: skip
+def test_foreign_content_is_read_as_browsers_show_it(page: str, expected: list[str]) -> None:
+    assert texts(page) == expected
+
+
+def test_svg_breakout_on_a_deep_page() -> None:
+    page = "<div>" * 3000 + "<svg><p>Deep breakout.</p>"
+    assert texts(page) == ["Deep breakout."]
 
 
 # -- malformed HTML --------------------------------------------------------------------

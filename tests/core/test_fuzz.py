@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from benchmarks.fuzz import GROWTH_LIMIT, exercise, growth, hostile_page
+from benchmarks.fuzz import FLOOD_LIMIT, GROWTH_LIMIT, exercise, flood_growth, growth, hostile_page
 
 INPUTS = 240
 CHUNK = 20
@@ -49,7 +49,7 @@ def test_the_generator_is_seeded_and_varied() -> None:
     assert pages == [hostile_page(random.Random(seed), MAX_CHARS) for seed in range(40)]
     assert len(set(pages)) == len(pages)
     assert any(isinstance(p, bytes) for p in pages) and any(isinstance(p, str) for p in pages)
-    assert all(len(p) < 2 * MAX_CHARS + 20_000 for p in pages)
+    assert all(len(p) < 100_000 for p in pages)  # (deep pages and UTF-16 ones run past max_chars)
 
 
 def test_no_context_grows_with_the_page() -> None:
@@ -58,3 +58,17 @@ def test_no_context_grows_with_the_page() -> None:
     made it grow 6-8x on motifs like these."""
     worst, seed, fragment = growth(25, seed=7)[0]
     assert worst <= GROWTH_LIMIT, f"seed {seed}: {fragment}"
+
+
+def test_a_flood_of_tiny_sentences_embeds_a_bounded_multiple_of_the_page() -> None:
+    """Issue 36's page: 1,390x its size in passage text before the page's context budget."""
+    for scale, size, unit, text, per_byte, _ in flood_growth((1, 2)):
+        assert per_byte <= FLOOD_LIMIT, f"x{scale} ({size} B), {unit}: {text} chars"
+
+
+def test_the_generator_makes_the_issue_36_shapes() -> None:
+    pages = [hostile_page(random.Random(seed), MAX_CHARS) for seed in range(300)]
+    text = [p if isinstance(p, str) else p.decode("utf-8", "replace") for p in pages]
+    assert any(isinstance(p, bytes) and p[1:2] == b"\x00" for p in pages)  # UTF-16 LE without a BOM
+    assert any("<svg>" in t for t in text) and any("<li>x. y.</li>" in t for t in text)
+    assert any("\uff1c" in t or "\u200b" in t for t in text) and any("\f" in t and t.count("<i>") > 2000 for t in text)

@@ -12,6 +12,7 @@ import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import lxml.html
 import pytest
 
 from spire_core import (
@@ -29,6 +30,7 @@ from spire_core import (
     sentences,
 )
 from spire_core.document.tables import MAX_GRID_CELLS, grid
+from spire_core.indexing.passages import CONTEXT_PER_CHAR, CONTEXT_PER_PAGE, page_size
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -91,7 +93,42 @@ def test_a_closure_reads_a_label_shared_by_many_nodes_once() -> None:
     start = time.process_time()
     units = passages(parse_html(page))
     assert time.process_time() - start < 6.0
-    assert sum("Unit text." in u.text for u in units) == 300
+    # every unit is embedded; past the page's context budget, without the 2 KB title, packed together
+    assert sum(u.text.count("Unit text.") for u in units) == 300
+    assert sum(len(u.text) for u in units) <= CONTEXT_PER_CHAR * page_size(parse_html(page)) + CONTEXT_PER_PAGE + 3300
+
+
+TINY_FLOOD = "<h6><ol>" + "<li>x. y.</li>" * 400 + "</ol><p>" + ". " * 4000 + "</p></h6>"
+
+
+@pytest.mark.parametrize("unit", ["passage", "sentence"])
+def test_a_flood_of_tiny_sentences_embeds_text_linear_in_the_page(unit: str) -> None:
+    """Issue 36: 13.6 KB whose 4,400 sentences each carried a 4 KB context (the heading holds
+    them all): 18.9 MB of passage text. Now the page's context budget bounds it, every
+    sentence is still embedded, and tiny sentences pack into shared passages."""
+    start = time.process_time()
+    doc = parse_html(TINY_FLOOD)
+    units = seeds(doc, unit=unit)  # type: ignore[arg-type]
+    total = sum(len(u.text) for u in units)
+    bound = CONTEXT_PER_CHAR * page_size(doc) + CONTEXT_PER_PAGE
+    assert page_size(doc) <= len(TINY_FLOOD)
+    assert total <= bound + 4 * len(TINY_FLOOD)  # the budget, and each unit's own words once
+    assert total < 25 * len(TINY_FLOOD)
+    assert sum(len(u.members) for u in units) == len(sentences(doc)) == 4400  # nothing left out
+    if unit == "passage":
+        assert len(units) < 200
+    assert time.process_time() - start < 8.0
+
+
+def test_pages_under_the_context_budget_embed_full_contexts(caplog: pytest.LogCaptureFixture) -> None:
+    sections = (f"<h2>Section {k}</h2><p>Sentence {k} here. Another {k}.</p>" for k in range(50))
+    page = "<title>T</title>" + "".join(sections)
+    with caplog.at_level("WARNING", logger="spire_core.indexing.passages"):
+        units = seeds(parse_html(page), unit="sentence")
+        flood = seeds(parse_html(TINY_FLOOD), unit="sentence")
+    assert all(u.text.startswith("# T") for u in units)  # none past the budget
+    assert len([r for r in caplog.records if "without context" in r.getMessage()]) == 1  # the flood, once
+    assert flood[0].text != flood[-1].text
 
 
 # -- M1: charsets ------------------------------------------------------------------------
@@ -256,7 +293,7 @@ def test_overlong_path_digits_raise_path_format_error(text: str) -> None:
 @pytest.mark.parametrize(
     ("attrs", "kept"),
     [
-        ('<img src="a.png" onerror="alert(1)">', 'src="a.png"'),
+        ('<img src="a.png" onerror="alert(1)" alt="A">', 'alt="A"'),
         ('<a href="javascript:alert(1)" onclick="x()">t</a>', "<a>"),
         ('<a href=" java\tscript:alert(1)">t</a>', "<a>"),
         ('<a href="data:text/html,&lt;script&gt;">t</a>', "<a>"),
@@ -281,3 +318,58 @@ def test_highlight_drops_event_handlers_styles_and_script_urls(attrs: str, kept:
     for bad in ("onerror", "onclick", "onmouseover", "javascript", "vbscript", "data:text", "style="):
         assert bad not in body
     assert kept in out
+
+
+# -- issue 36: highlighted pages that do not call out -----------------------------------------
+CALLING_OUT = (
+    '<html manifest="http://x.test/m"><body background="http://x.test/bg.png">'
+    "<p>Some sentence here.</p>"
+    '<img src="http://x.test/a.png" srcset="http://x.test/b.png 2x" alt="A chart">'
+    '<img src="/local.png" lowsrc="http://x.test/l.png" alt="B">'
+    '<form action="http://x.test/steal" method="post"><input type="password" name="pw">'
+    '<input type="image" src="http://x.test/i.png"><button formaction="http://x.test/f">Go</button></form>'
+    '<a href="https://example.org/" ping="http://x.test/ping">A link.</a>'
+    '<table background="http://x.test/t.png"><tr><td>Cell.</td></tr></table>'
+    '<iframe src="http://x.test/f"></iframe><video poster="http://x.test/p.png" src="http://x.test/v.mp4"></video>'
+    '<object data="http://x.test/o"></object><embed src="http://x.test/e"><link rel="stylesheet" href="http://x.test/s.css">'
+    '<audio src="http://x.test/a.mp3"></audio><p style="background:url(http://x.test/css.png)">Styled.</p>'
+    "</body></html>"
+)
+
+
+def _highlighted(page: str) -> str:
+    doc = parse_html(page, doc_id="d")
+    return highlight(page, [Citation("d", s.paths, s.text) for s in sentences(doc)][:1], doc_id="d")
+
+
+def test_highlighted_pages_fetch_and_report_nothing() -> None:
+    out = _highlighted(CALLING_OUT)
+    tree = lxml.html.document_fromstring(out)
+    for el in tree.iter():
+        if isinstance(el.tag, str):
+            assert el.tag not in ("form", "iframe", "video", "audio", "object", "embed", "link"), el.tag
+            for name in ("src", "srcset", "lowsrc", "background", "action", "formaction", "ping", "poster", "data"):
+                assert el.get(name) is None, (el.tag, name)
+    assert "x.test" not in out and "url(" not in out.split("</style>", 1)[1]
+    assert tree.find(".//img").get("alt") == "A chart"  # the image's text stays
+    assert tree.find(".//input[@type='password']") is not None and tree.find(".//form") is None  # nothing submits
+    assert "https://example.org/" in [a.get("href") for a in tree.iter("a")]  # a link the reader follows stays
+    csp = tree.find(".//meta[@http-equiv='Content-Security-Policy']")
+    assert csp is not None and "default-src 'none'" in csp.get("content")
+    assert tree.find(".//meta[@name='referrer']").get("content") == "no-referrer"
+
+
+def test_page_made_highlights_and_anchors_are_neutralised() -> None:
+    page = (
+        "<p>Real sentence one.</p>"
+        '<p><mark class="spire-cite other" id="spire-cite-1" data-citation="1">Fake highlight.</mark></p>'
+        '<p><a name="spire-cite-2">Named.</a> <span id="SPIRE-legend" class="spire-legend">Fake legend.</span></p>'
+    )
+    tree = lxml.html.document_fromstring(_highlighted(page))
+    marks = [m for m in tree.iter("mark") if "spire-cite" in (m.get("class") or "")]
+    assert [(m.get("data-citation"), m.text_content()) for m in marks] == [("1", "Real sentence one.")]
+    assert [e.get("id") for e in tree.iter() if isinstance(e.tag, str) and e.get("id")] == ["spire-cite-1"]
+    assert [e.get("name") for e in tree.iter("a") if e.get("name")] == []
+    fake = next(m for m in tree.iter("mark") if m.text_content() == "Fake highlight.")
+    assert fake.get("class") == "other" and fake.get("data-citation") is None
+    assert len([e for e in tree.iter() if isinstance(e.tag, str) and "spire-legend" in (e.get("class") or "")]) == 1

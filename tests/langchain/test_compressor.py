@@ -126,10 +126,13 @@ def test_unknown_labels_are_dropped_known_ones_kept(small: SpireRetriever, caplo
     assert "E999" in caplog.text
 
 
-def test_empty_choice_drops_everything(small: SpireRetriever) -> None:
+def test_empty_choice_is_reported_and_loses_nothing(small: SpireRetriever, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 36: an answer that selects nothing (``[]``, which page text may ask for) keeps everything."""
     docs = small.invoke("espresso shot seconds")
     out = SpireEvidenceFilter(FakeListChatModel(responses=["[]"]), small).compress_documents(docs, "x")
-    assert out == []
+    assert [d.page_content for d in out] == [d.page_content for d in docs] and out
+    assert all(d.metadata["spire_filter"]["ok"] is False for d in out)
+    assert "selected none" in caplog.text
 
 
 def test_fake_chat_model_with_code_fence_and_prose(small: SpireRetriever) -> None:

@@ -78,7 +78,11 @@ def test_query_engine_with_the_filter(retriever: SpireRetriever) -> None:
 
 def test_fixed_answers(retriever: SpireRetriever, retrieved: list[NodeWithScore]) -> None:
     llm = FixedLLM(answer="[]")
-    assert SpireEvidenceFilter(llm, retriever).postprocess_nodes(retrieved, query_str=QUESTION) == []
+    # selecting nothing is reported, never obeyed silently (issue 36): the results come back unfiltered
+    kept = SpireEvidenceFilter(llm, retriever).postprocess_nodes(retrieved, query_str=QUESTION)
+    assert texts(kept) == texts(retrieved)
+    report = kept[0].node.metadata["spire_filter"]
+    assert report["ok"] is False and "selected none" in report["error"]
     assert len(llm.prompts) == 1 and "<E1>" in llm.prompts[0]
     prompt = llm.prompts[0]
     llm = FixedLLM(answer=f"The answer is in {label_of(prompt, PHRASE)}.")
