@@ -147,6 +147,8 @@ def _table(rng: random.Random, budget: int) -> str:
         budget -= len(rows[-1])
     caption = f"<caption>{_words(rng, 3)}</caption>" if rng.random() < 0.3 else ""
     loose = _words(rng, 5) if rng.random() < 0.3 else ""
+    if rng.random() < 0.15:  # text in a column group: a browser fosters it before the table
+        loose += f"<colgroup>{rng.choice(['', '<col>'])}{_words(rng, 4)}</colgroup>"
     return f"<table>{caption}{loose}{''.join(rows)}</table>"
 
 

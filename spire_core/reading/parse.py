@@ -18,7 +18,7 @@ written, and rendering collapses whitespace. (Inside inline elements whitespace 
 
 Hostile pages are read as browsers read them, which keeps all work linear in the page:
 elements nested deeper than :data:`MAX_DEPTH` are placed at that depth; text and other
-non-cell content directly inside a table moves before it, and a cell outside any row gets
+non-cell content directly inside a table (or its ``<colgroup>``) moves before it, and a cell outside any row gets
 an implied ``<tr>`` (:data:`TABLE_CHILDREN`); page-supplied sentinel elements are unwrapped.
 """
 
@@ -358,14 +358,22 @@ def _tag_name(tag: str) -> str:
 MAX_DEPTH = 256
 #: Children a table-structure element may hold. Anything else in it, and text in it outside
 #: any cell, is moved just before the table, as browsers do ("foster parenting"); a cell
-#: outside any row gets an implied ``<tr>``, and a ``<form>`` there is unwrapped.
+#: outside any row gets an implied ``<tr>``, and a ``<form>`` there is unwrapped. A ``<colgroup>``
+#: holds ``<col>`` alone: its text and other inline or block content are fostered the same way
+#: (a browser closes the column group and fosters them), and the table parts a parser left in
+#: it (a cell, a row, a caption) go into its table.
 TABLE_CHILDREN = {
     "table": frozenset(["caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th"]),
+    "colgroup": frozenset(["col"]),
     "thead": frozenset(["tr", "td", "th"]),
     "tbody": frozenset(["tr", "td", "th"]),
     "tfoot": frozenset(["tr", "td", "th"]),
     "tr": frozenset(["td", "th"]),
 }
+
+
+#: What a ``<colgroup>`` may not hold but its table may (:func:`_place` moves it there).
+_TABLE_PARTS = TABLE_CHILDREN["table"] - TABLE_CHILDREN["colgroup"] - {"colgroup"}
 
 
 class _Open:
@@ -529,6 +537,8 @@ def _svg_breakout(svg: Any) -> list[Any] | None:
 def _place(path: list[_Open], parent: Element, e: Element, implied: set[int]) -> Element:
     """Append ``e`` to ``parent`` (fostered before a table, or into an implied row, as browsers do); where it went."""
     tag = e.tag
+    if parent.tag == "colgroup" and tag in _TABLE_PARTS and len(path) > 1 and path[-1].element is parent:
+        parent = path[-2].element  # a table part left in a column group belongs to the table
     allowed = TABLE_CHILDREN.get(parent.tag)
     if allowed is not None and tag not in allowed:
         container = _foster(path, e)

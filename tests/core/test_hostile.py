@@ -187,6 +187,31 @@ def test_loose_table_content_moves_before_the_table_as_in_browsers() -> None:
     assert "orphan cell" in render(doc, global_context(doc, orphan.paths))
 
 
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<table><colgroup>Column text. <b>Bold</b> tail.<col></colgroup><tr><th>h</th></tr><tr><td>c</td></tr></table>",
+        "<table><colgroup><col>Column text. <b>Bold</b> tail.</colgroup><tr><th>h</th></tr><tr><td>c</td></tr></table>",
+        "<table><colgroup span=2>Column text. <b>Bold</b> tail.<tr><th>h</th></tr><tr><td>c</td></tr></table>",
+    ],
+)
+def test_column_group_text_moves_before_the_table_and_renders(page: str) -> None:
+    """A browser closes the ``<colgroup>`` at text and fosters it: it was indexed, yet rendered nowhere."""
+    assert texts(page) == ["Column text.", "Bold tail.", "h", "c"]
+    doc = parse_html(page)
+    for s in sentences(doc):
+        assert s.text in render(doc, global_context(doc, s.paths))
+    assert all(s.text in u.text for u in passages(doc) for s in sentences(doc) if s.paths in u.members)
+
+
+def test_a_table_part_left_in_a_column_group_goes_into_its_table() -> None:
+    doc = parse_html("<table><colgroup>Loose.<td>cell</td><caption>Cap</caption></table>")
+    assert texts("<table><colgroup>Loose.<td>cell</td></table>") == ["Loose.", "cell"]
+    [table] = [i for i, t in enumerate(doc.tag) if t == "table"]
+    g = grid(doc, table)
+    assert [doc.subtree_text(c) for c in g.cells] == ["cell"] and g.caption is not None
+
+
 def test_form_inside_a_table_is_unwrapped_so_its_text_is_shown() -> None:
     page = "<table><tfoot><form>Form text.<tr><td>in form</td></tr></form></tfoot></table>"
     doc = parse_html(page)
