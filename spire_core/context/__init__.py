@@ -6,9 +6,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from spire_core.context.headers import HeadersRule
+from spire_core.context.lead_ins import ListLeadInRule
 from spire_core.context.lists import ListsRule
 from spire_core.context.policy import NONE, Policy, Rule, compose
+from spire_core.context.table_titles import EmptyHeaderRowRule, TableTitleRule
 from spire_core.context.tables import TablesRule
+from spire_core.context.term_blocks import TermBlockRule
 from spire_core.context.title import TitleRule
 
 if TYPE_CHECKING:
@@ -18,11 +21,23 @@ TITLE = Policy([TitleRule()], "title")
 HEADERS = Policy([HeadersRule()], "headers")
 LISTS = Policy([ListsRule()], "lists")
 TABLES = Policy([TablesRule()], "tables")
-#: The HTML-aware policy (Definition 5): the union of the four rules.
-HTML = compose(TITLE, HEADERS, LISTS, TABLES)
+#: Idioms that stand for a caption, a ``dt``/``dd`` pair or a header row without their elements
+#: (Section 2.3.6: the policy extends to other document idioms); hidden headings are read as
+#: headings by the parser (:func:`spire_core.reading.parse._kept_hidden`).
+TABLE_TITLES = Policy([TableTitleRule()], "table-titles")
+EMPTY_HEADER_ROWS = Policy([EmptyHeaderRowRule()], "empty-header-rows")
+LEAD_INS = Policy([ListLeadInRule()], "lead-ins")
+TERM_BLOCKS = Policy([TermBlockRule()], "term-blocks")
+#: The idiom rules together.
+IDIOMS = compose(TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS)
+#: The HTML-aware policy (Definition 5): the union of the four rules of the paper and the idiom rules.
+HTML = compose(TITLE, HEADERS, LISTS, TABLES, IDIOMS)
 
 
-_BUILT_IN = {p.name: p for p in (HTML, NONE, TITLE, HEADERS, LISTS, TABLES)}
+_BUILT_IN = {
+    p.name: p
+    for p in (HTML, NONE, TITLE, HEADERS, LISTS, TABLES, TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS)
+}
 
 
 def policy_named(name: str) -> Policy:
@@ -35,7 +50,9 @@ def policy_named(name: str) -> Policy:
         return _BUILT_IN[name]
     parts = name.split("|")
     if not all(p in _BUILT_IN for p in parts):
-        raise ValueError(f"unknown policy {name!r}: the built-in rules are title, headers, lists and tables (or none)")
+        raise ValueError(
+            f"unknown policy {name!r}: the built-in rules are {', '.join(n for n in _BUILT_IN if '|' not in n)}"
+        )
     return compose(*(_BUILT_IN[p] for p in parts))
 
 
@@ -45,11 +62,16 @@ def global_context(doc: Document, paths: Iterable[Path], policy: Policy = HTML) 
 
 
 __all__ = [
+    "EMPTY_HEADER_ROWS",
     "HEADERS",
     "HTML",
+    "IDIOMS",
+    "LEAD_INS",
     "LISTS",
     "NONE",
     "TABLES",
+    "TABLE_TITLES",
+    "TERM_BLOCKS",
     "TITLE",
     "Policy",
     "Rule",

@@ -149,23 +149,29 @@ def _label(doc: Document, item: int, toward: int) -> list[int]:
     return label
 
 
-def _lead_in(doc: Document, lst: int) -> list[int]:
+def lead_in_paragraph(doc: Document, lst: int) -> int:
+    """The ``p`` just before the list ``lst`` or the wrapper ``div`` it opens (-1: none)."""
     node = lst
     parent = doc.parent[node]
     while parent >= 0 and doc.tag[parent] == "div" and doc.children[parent][0] == node:
         node, parent = parent, doc.parent[parent]  # climb out of wrapper divs
     if parent < 0:
-        return []
+        return -1
     k = doc.pos[node]
     if k == 0 or doc.tag[doc.children[parent][k - 1]] != "p":
-        return []
-    para = doc.children[parent][k - 1]
-    if not doc.subtree_text(para).rstrip().endswith(":"):
-        return []
-    return _last_sentence(doc, para)
+        return -1
+    return doc.children[parent][k - 1]
 
 
-def _last_sentence(doc: Document, block: int) -> list[int]:
+def _lead_in(doc: Document, lst: int) -> list[int]:
+    para = lead_in_paragraph(doc, lst)
+    if para < 0 or not doc.subtree_text(para).rstrip().endswith(":"):
+        return []
+    return last_sentence(doc, para)
+
+
+def last_sentence(doc: Document, block: int) -> list[int]:
+    """The nodes of the last sentence of ``block`` (the block itself when it has no sentence seeds)."""
     index = sentence_index(doc)
     k = index.before(doc.end[block] - 1)
     if not index.by_sentence or k < 0 or index.begins[k] < block:

@@ -7,8 +7,9 @@ segments the tree into sentences all happen here; the model itself is
 
 Cleaning (decided once, here): comments, processing instructions, ``script``, ``style``,
 ``template``, ``noscript``, ``svg`` and embedded objects are dropped (but HTML that breaks out of an
-unclosed ``<svg>``, as in browsers: :func:`_svg_breakout`), and so are elements
-hidden with the ``hidden`` attribute or ``display:none``. Of ``<head>`` only ``<title>``
+unclosed ``<svg>``, as in browsers: :func:`_svg_breakout`), and so are elements hidden with
+the ``hidden`` attribute, ``display:none`` or ``aria-hidden``, but for a hidden heading with
+text, which still names what follows (:func:`_kept_hidden`). Of ``<head>`` only ``<title>``
 stays. With ``boilerplate=True`` (the default) site chrome is dropped too: navigation,
 footers, tables of contents, permalink anchors and citation markers (see
 :data:`BOILERPLATE_CLASSES`). Whitespace-only text is kept only between two inline
@@ -29,13 +30,14 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from html.parser import HTMLParser
+from itertools import islice
 from pathlib import PurePosixPath
 from typing import Any, ClassVar, Literal
 
 import lxml.etree as etree
 import lxml.html
 
-from spire_core.document.tree import INLINE_TAGS, SENTINELS, Document, Element, gc_paused
+from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Element, gc_paused
 from spire_core.errors import EmptyDocumentError, SegmentationError
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.reading.markdown import is_markdown, markdown_to_html
@@ -330,13 +332,15 @@ def _lxml_root(text: str, warnings: list[str]) -> Any:
     return root
 
 
-def _dropped_by_attrs(tag: str, attrs: Mapping[str, str], boilerplate: bool) -> bool:
+def _dropped_by_attrs(tag: str, attrs: Mapping[str, str], boilerplate: bool, source: Any = None) -> bool:
     """Whether the attributes of an element drop it: hidden, or (with ``boilerplate``) site chrome by role, id or class.
 
+    A hidden heading with text (``source``: its lxml element) is kept (:func:`_kept_hidden`).
     The rules by tag alone (:data:`DROP_TAGS`, ``<head>`` content but ``<title>``,
     :data:`BOILERPLATE_TAGS`) are checked by :func:`_build` itself.
     """
-    if "hidden" in attrs or _DISPLAY_NONE.search(attrs.get("style", "")) or attrs.get("aria-hidden") == "true":
+    hidden = "hidden" in attrs or _DISPLAY_NONE.search(attrs.get("style", "")) or attrs.get("aria-hidden") == "true"
+    if hidden and not _kept_hidden(tag, source):
         return True
     if not boilerplate:
         return False
@@ -347,6 +351,26 @@ def _dropped_by_attrs(tag: str, attrs: Mapping[str, str], boilerplate: bool) -> 
         return False
     names = classes.split()
     return not BOILERPLATE_CLASSES.isdisjoint(names) or (tag == "sup" and "reference" in names)
+
+
+def _kept_hidden(tag: str, source: Any) -> bool:
+    """Whether a hidden element stays: a heading (``h1``-``h6``) with text, hidden by its own markup.
+
+    Pages hide headings they keep as anchors or for screen readers (``<h2 hidden>``,
+    ``display:none``, ``aria-hidden``) while what follows is still the section they name: such a
+    heading is kept as a heading, so it scopes and labels what follows (the headers rule) and
+    renders like any heading. A sighted reader gets that name from the layout; the reader of a
+    rendered excerpt gets it from the heading. A heading inside a hidden container goes with
+    its container, and a hidden heading without text is dropped (it would only end the scope of
+    the heading before it). The text is looked for in the heading's first 64 elements, which
+    keeps the check bounded however hidden headings nest.
+    """
+    if tag not in HEADING_LEVELS or source is None:
+        return False
+    for k, e in enumerate(islice(source.iter(), 64)):
+        if (isinstance(e.text, str) and e.text.strip()) or (k and isinstance(e.tail, str) and e.tail.strip()):
+            return True
+    return False
 
 
 def _tag_name(tag: str) -> str:
@@ -452,7 +476,7 @@ def _build(lx_root: Any, boilerplate: bool) -> Element:
                 or tag in DROP_TAGS
                 or (top.element.tag == "head" and tag != "title")
                 or (boilerplate and tag in BOILERPLATE_TAGS)
-                or (attrs and _dropped_by_attrs(tag, attrs, boilerplate))
+                or (attrs and _dropped_by_attrs(tag, attrs, boilerplate, lx))
             ):  # cleaned away (module docstring)
                 lifted = _svg_breakout(lx) if tag == "svg" else None
                 if lifted:  # HTML inside the SVG that browsers render outside it

@@ -102,11 +102,58 @@ def _table(draw: st.DrawFn) -> str:
     return "".join(out)
 
 
+@st.composite
+def label_line_html(draw: st.DrawFn) -> str:
+    """A line that may or may not be a label line: bold or code, a short phrase, or prose."""
+    text = draw(sentence_text())
+    kind = draw(st.sampled_from(["strong", "code", "plain", "lead", "long"]))
+    if kind == "strong":
+        return f"<p><strong>{text}</strong></p>"
+    if kind == "code":
+        return f"<p><code>{text}</code></p>"
+    if kind == "lead":  # a bold word, then prose
+        return f"<p><b>Note:</b> {text}</p>"
+    if kind == "long":
+        return f"<p><b>{' '.join([text] * 12)}</b></p>"
+    return f"<p>{text}</p>"
+
+
+def _idiom(draw: st.DrawFn, depth: int) -> str:
+    """The idioms of issue 38: a table titled by a line above it (or with an empty header row),
+    a list after its lead-in paragraph, a term line over an indented block, a hidden heading,
+    text in a column group."""
+    kind = draw(st.sampled_from(["titled-table", "empty-header", "lead-in", "term", "hidden-h", "colgroup"]))
+    if kind == "titled-table":
+        table = _table(draw)
+        return draw(label_line_html()) + (f'<div class="wrap">{table}</div>' if draw(st.booleans()) else table)
+    if kind == "empty-header":
+        cols = draw(st.integers(1, 3))
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{draw(sentence_text())}</td>" for _ in range(cols)) + "</tr>"
+            for _ in range(draw(st.integers(1, 3)))
+        )
+        return f"<table><thead><tr>{'<th></th>' * cols}</tr></thead><tbody>{rows}</tbody></table>"
+    if kind == "lead-in":
+        return f"<p>{draw(inline_html())}</p>{_list(draw, 1)}"
+    if kind == "term":
+        block = draw(st.sampled_from(["blockquote", 'div class="indent"', 'p style="margin-left:17%"']))
+        inner = _blocks(draw, depth - 1) if depth > 0 and not block.startswith("p ") else draw(inline_html())
+        runs = "".join(f"<{block}>{inner}</{block.split()[0]}>" for _ in range(draw(st.integers(1, 2))))
+        return draw(label_line_html()) + runs
+    if kind == "hidden-h":
+        level = draw(st.integers(1, 6))
+        how = draw(st.sampled_from(["hidden", 'style="display:none"', 'aria-hidden="true"']))
+        return f"<h{level} {how}>{draw(sentence_text())}</h{level}><p>{draw(inline_html())}</p>"
+    return f"<table><colgroup>{draw(sentence_text())}<col></colgroup><tr><td>{draw(sentence_text())}</td></tr></table>"
+
+
 def _blocks(draw: st.DrawFn, depth: int) -> str:
     out = []
     for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["h", "p", "p", "list", "dl", "table", "section", "div"]))
-        if kind == "h":
+        kind = draw(st.sampled_from(["h", "p", "p", "list", "dl", "table", "section", "div", "idiom"]))
+        if kind == "idiom":
+            out.append(_idiom(draw, depth))
+        elif kind == "h":
             level = draw(st.integers(1, 6))
             out.append(f"<h{level}>{draw(sentence_text())}</h{level}>")
         elif kind == "p":

@@ -29,6 +29,7 @@ from spire_core import (
     render,
     sentences,
 )
+from spire_core.context import EMPTY_HEADER_ROWS, IDIOMS, LEAD_INS, TABLE_TITLES, TERM_BLOCKS
 from spire_core.context.lists import MAX_LABEL_CHILDREN, MAX_LIST_DEPTH, _terms
 from spire_core.context.policy import MAX_LABEL_CHARS, MAX_LABEL_NODES, label_head
 from spire_core.context.tables import MAX_COLUMN_LABELS, MAX_HEADER_ROWS
@@ -37,7 +38,17 @@ from spire_core.document.tables import CELL_TAGS
 from spire_core.document.tree import HEADING_LEVELS
 from tests.core.strategies import html_pages, sentence_with
 
-POLICIES = {"title": TITLE, "headers": HEADERS, "lists": LISTS, "tables": TABLES, "html": HTML}
+POLICIES = {
+    "title": TITLE,
+    "headers": HEADERS,
+    "lists": LISTS,
+    "tables": TABLES,
+    "table-titles": TABLE_TITLES,
+    "empty-header-rows": EMPTY_HEADER_ROWS,
+    "lead-ins": LEAD_INS,
+    "term-blocks": TERM_BLOCKS,
+    "html": HTML,
+}
 
 
 def ctx_text(doc: Document, text: str, policy: Policy = HTML) -> str:
@@ -561,8 +572,8 @@ def test_constant_rule_and_none_policy() -> None:
 
 def test_compose_deduplicates_rules() -> None:
     composed = compose(HTML, TITLE, HEADERS)
-    assert len(composed.rules) == 4
-    assert {r.name for r in composed.rules} == {"title", "headers", "lists", "tables"}
+    assert len(composed.rules) == len(HTML.rules) == 8
+    assert {r.name for r in composed.rules} >= {"title", "headers", "lists", "tables", "lead-ins", "term-blocks"}
 
 
 def test_default_policy_is_html() -> None:
@@ -608,14 +619,20 @@ def test_rules_add_only_their_kind_of_node(case: tuple[Document, frozenset[Path]
     assert all(doc.get(x).tag in {"th", "td", "caption"} for x in global_context(doc, p, TABLES) - p)
     for x in global_context(doc, p, LISTS) - p:  # labels, terms and lead-in sentences; never items or lists
         assert doc.get(x).tag not in {"li", "ul", "ol", "dd"}
+    # a title or term is a label line (p/div); a lead-in a sentence's nodes; stand-in labels are cells
+    assert all(doc.get(x).tag in {"p", "div"} for x in global_context(doc, p, TABLE_TITLES) - p)
+    assert all(doc.get(x).tag in {"p", "div"} for x in global_context(doc, p, TERM_BLOCKS) - p)
+    assert all(doc.get(x).tag in {"th", "td"} for x in global_context(doc, p, EMPTY_HEADER_ROWS) - p)
+    for x in global_context(doc, p, LEAD_INS) - p:
+        assert doc.get(x).tag not in {"li", "ul", "ol", "dd", "table", "blockquote"}
 
 
 @PROPERTY_SETTINGS
 @given(case=doc_and_sets())
 def test_html_is_the_union_of_the_rules(case: tuple[Document, frozenset[Path], frozenset[Path]]) -> None:
-    """Definition 5: GlobalCtx_HTML(P) = P ∪ title ∪ headers ∪ lists ∪ tables."""
+    """Definition 5: GlobalCtx_HTML(P) = P ∪ title ∪ headers ∪ lists ∪ tables, here with the idioms' rules."""
     doc, p, _ = case
-    union = p.union(*(global_context(doc, p, pol) for pol in (TITLE, HEADERS, LISTS, TABLES)))
+    union = p.union(*(global_context(doc, p, pol) for pol in (TITLE, HEADERS, LISTS, TABLES, IDIOMS)))
     assert global_context(doc, p, HTML) == union
 
 

@@ -1,0 +1,71 @@
+"""List lead-ins: the paragraph just before a list labels it, whatever its last character.
+
+The lists rule (:mod:`spire_core.context.lists`) takes a paragraph ending with a colon as a
+list's lead-in ("The standard names include:"). Pages often write the lead-in without one
+("Some exit codes are", "The following pairs of options are incompatible."), and an item
+read alone ("2 - the file was not found") then lacks what it is an item of. This rule takes
+the ``p`` immediately before a ``ul``/``ol``/``menu`` (or before the wrapper ``div`` the list
+opens) as its lead-in, and contributes that paragraph's last sentence to everything inside
+the list: the sentence nearest the list, which is the one that announces it. Decided by
+position alone, with no word list: anything else between the paragraph and the list (a
+heading, a table, another list, loose text) means no lead-in, and a definition list's
+entries have their terms instead.
+
+Inside nested lists each list's lead-in counts, of the lists at most
+:data:`~spire_core.context.lists.MAX_LIST_DEPTH` deep, as for the lists rule's labels.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spire_core.context.headers import unlabelled_headings
+from spire_core.context.lists import LIST_TAGS, MAX_LIST_DEPTH, last_sentence, lead_in_paragraph
+from spire_core.context.policy import PageRule, Table
+from spire_core.document.tree import Memo
+
+if TYPE_CHECKING:
+    from spire_core.document.tree import Document
+
+#: Lists a lead-in labels (a ``dl`` has its terms).
+LED_LISTS = frozenset({"ul", "ol", "menu"})
+
+
+def lead_in(doc: Document, lst: int) -> tuple[int, ...]:
+    """The last sentence of the paragraph just before the list ``lst`` (empty: none)."""
+    para = lead_in_paragraph(doc, lst)
+    return () if para < 0 else tuple(last_sentence(doc, para))
+
+
+def _lead_ins(doc: Document) -> Table:
+    """Every node's lead-ins: those of the lists around it, nearest first (one pass, parents first).
+
+    Only lists inside at most :data:`~spire_core.context.lists.MAX_LIST_DEPTH` lists (itself
+    counted) give one. A lead-in sits inside the list around its own list, so a closure brings
+    the lead-ins of every list up the nesting: without the cap a page nesting 2,000 led lists
+    gave every item 2,000 sentences of context.
+    """
+    out: list[tuple[int, ...]] = []
+    depth: list[int] = []
+    for i, (tag, parent) in enumerate(zip(doc.tag, doc.parent, strict=True)):
+        d = depth[parent] if parent >= 0 else 0
+        around = out[parent] if parent >= 0 else ()
+        if tag in LIST_TAGS:
+            d += 1
+            if tag in LED_LISTS and d <= MAX_LIST_DEPTH:
+                own = lead_in(doc, i)
+                if own:
+                    around = own + around
+        depth.append(d)
+        out.append(around)
+    return out
+
+
+_TABLE: Memo[Table] = Memo(lambda doc: unlabelled_headings(doc, _lead_ins(doc)))
+
+
+class ListLeadInRule(PageRule):
+    """A ``ul``/``ol`` labelled by the last sentence of the paragraph just before it."""
+
+    name = "lead-ins"
+    per_page = _TABLE

@@ -1,0 +1,127 @@
+"""Terms without ``<dl>``: a line of its own followed by an indented description block.
+
+Many generators write an option or field reference as a term on a line of its own, often
+bold or code, followed by its description indented below it, the way a ``<dt>``/``<dd>`` pair
+reads (``<p><code>--opt</code></p><blockquote>...</blockquote>``, ``<p><strong>term</strong></p>
+<div class="indent">...</div>``, groff's ``<p style="margin-left:6%"><b>-a</b></p><p
+style="margin-left:17%">...</p>``). Read alone, the description lacks what it describes.
+
+A *description block* is a ``blockquote``, or a ``div``/``p``/``section`` that is indented: a
+class naming an indent (a class token containing ``indent``) or a positive left margin or
+padding in its ``style``. Its *term* is the block before the run of description blocks it
+belongs to (at most :data:`MAX_RUN` of them, the siblings before it indented alike), when that
+block is a *label line* (:func:`~spire_core.context.blocks.label_line`: short, inline, fully
+emphasised or not ending as a sentence ends) and is indented less than the description (when
+both give a left margin in the same unit; one without a margin always is). The term labels
+everything in the description block, as ``<dt>`` terms label a ``<dd>``. So a quotation after
+a paragraph of prose, or an indented block after a long or sentence-like paragraph, has no
+term; nor has a block after a line indented as deep as itself (two lines of one indented run).
+
+Inside nested description blocks each block's term counts, down to :data:`MAX_TERM_DEPTH` deep.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from spire_core.context.blocks import label_line
+from spire_core.context.headers import unlabelled_headings
+from spire_core.context.policy import PageRule, Table
+from spire_core.document.tree import Memo
+
+if TYPE_CHECKING:
+    from spire_core.document.tree import Document
+
+#: Blocks that may be indented description blocks (a ``blockquote`` always is one).
+INDENTABLE = frozenset({"div", "p", "section"})
+#: A description block's term is looked for at most this many indented siblings back.
+MAX_RUN = 32
+#: Description blocks nested in more than this many termed blocks have no term (:func:`_terms`).
+MAX_TERM_DEPTH = 16
+_LEFT = re.compile(r"(?:^|;)\s*(?:margin|padding)-(?:left|inline-start)\s*:\s*([0-9]*\.?[0-9]+)\s*([a-z%]*)", re.I)
+
+
+def indent(doc: Document, node: int) -> tuple[float, str] | None:
+    """The left indent ``node``'s markup gives it: (amount, unit) from its style, ``(1, "class")``
+    for an indenting class, ``(1, "quote")`` for a blockquote; None when not indented."""
+    tag = doc.tag[node]
+    if tag == "blockquote":
+        return 1.0, "quote"
+    if tag not in INDENTABLE:
+        return None
+    attrs = doc.attrs[node]
+    style = attrs.get("style")
+    if style:
+        total, unit = 0.0, ""
+        for amount, u in _LEFT.findall(style):
+            if unit and u.lower() != unit:
+                continue  # one unit per block: the first one given
+            unit = u.lower()
+            total += float(amount)
+        if total > 0:
+            return total, unit
+    classes = attrs.get("class")
+    if classes and any("indent" in c.lower() for c in classes.split()):
+        return 1.0, "class"
+    return None
+
+
+def term_of(doc: Document, block: int) -> int:
+    """The term of the description block ``block`` (-1: none; module docstring)."""
+    own = indent(doc, block)
+    if own is None:
+        return -1
+    parent = doc.parent[block]
+    if parent < 0:
+        return -1
+    siblings = doc.children[parent]
+    k = doc.pos[block]
+    for _ in range(MAX_RUN):
+        if k == 0:
+            return -1
+        k -= 1
+        prev = siblings[k]
+        if doc.tag[prev] is None:
+            return -1
+        theirs = indent(doc, prev)
+        if theirs is not None and theirs == own:
+            continue  # the run of description blocks goes on
+        if not label_line(doc, prev):
+            return -1
+        if theirs is None or (theirs[1] == own[1] and theirs[0] < own[0]):
+            return prev
+        return -1
+    return -1
+
+
+def _terms(doc: Document) -> Table:
+    """Every node's terms: those of the description blocks around it, nearest first (one pass).
+
+    Only blocks inside at most :data:`MAX_TERM_DEPTH` termed blocks (itself counted) have a
+    term: a term line sits inside the block around its own, so a closure brings the terms of
+    every block up the nesting, which the cap bounds (as the lists rule's depth cap does).
+    """
+    out: list[tuple[int, ...]] = []
+    depth: list[int] = []
+    for i, (tag, parent) in enumerate(zip(doc.tag, doc.parent, strict=True)):
+        d = depth[parent] if parent >= 0 else 0
+        around = out[parent] if parent >= 0 else ()
+        if (tag == "blockquote" or tag in INDENTABLE) and d < MAX_TERM_DEPTH:
+            term = term_of(doc, i)
+            if term >= 0:
+                d += 1
+                around = (term, *around)
+        depth.append(d)
+        out.append(around)
+    return out
+
+
+_TABLE: Memo[Table] = Memo(lambda doc: unlabelled_headings(doc, _terms(doc)))
+
+
+class TermBlockRule(PageRule):
+    """A description block indented under a term line is labelled by the term, as a ``dd`` by its ``dt``."""
+
+    name = "term-blocks"
+    per_page = _TABLE
