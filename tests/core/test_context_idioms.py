@@ -1,0 +1,235 @@
+"""Global context for page idioms written without the element made for them (issue 38).
+
+A table titled by a line above it, a table whose header row is empty, a heading hidden from
+view, a list's lead-in without a colon, a term line over an indented description block.
+Each rule on constructed pages, with the cases where it could misfire; the laws on generated
+pages of the idioms are in ``test_context.py`` (``POLICIES`` and ``strategies._idiom``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spire_core import HTML, Document, global_context, parse_html, passages, render
+from spire_core.context import EMPTY_HEADER_ROWS, LEAD_INS, TABLE_TITLES, TERM_BLOCKS, Policy, policy_named
+from spire_core.context.blocks import LABEL_LINE_CHARS, label_line
+from tests.core.strategies import sentence_with
+
+TABLE = "<table><tr><th>Code</th><th>Meaning</th></tr><tr><td>2</td><td>File not found</td></tr></table>"
+
+
+def ctx(page: str, text: str, policy: Policy = HTML) -> str:
+    doc = parse_html(f"<html><head><title>Page</title></head><body>{page}</body></html>")
+    return render(doc, global_context(doc, sentence_with(doc, text).paths, policy))
+
+
+def _line(page: str) -> tuple[Document, int]:
+    doc = parse_html(page)
+    return doc, next(i for i, t in enumerate(doc.tag) if t in ("p", "div"))
+
+
+# -- label lines ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("<p><strong>Table 2. Exit codes.</strong></p>", True),  # fully emphasised: a period is fine
+        ("<p><code>--verbose</code>, <code>-v</code></p>", True),  # emphasised but for a comma between
+        ("<p>Supported formats</p>", True),  # no sentence end
+        ("<p>Exit codes:</p>", True),
+        ("<div>Résumé des options</div>", True),  # any language: shape only
+        ("<p>See the table below.</p>", False),  # a sentence of prose
+        ("<p><b>Warning:</b> this removes all data.</p>", False),  # a bold word, then prose
+        (f"<p><b>{'word ' * (LABEL_LINE_CHARS // 5 + 1)}</b></p>", False),  # bold, but long
+        ("<div>Short<ul><li>x</li></ul></div>", False),  # a block inside
+        ("<p></p>", False),
+    ],
+)
+def test_label_lines_are_short_inline_and_emphasised_or_without_a_sentence_end(line: str, expected: bool) -> None:
+    doc, node = _line(line)
+    assert label_line(doc, node) is expected
+
+
+# -- (a) table titles ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "before",
+    [
+        "<p><strong>Table 2. Exit codes.</strong></p>",
+        "<p><em>Exit codes</em></p>",
+        "<p>Exit codes</p>",
+        "<p>Exit codes of the command:</p>",
+    ],
+)
+def test_a_line_just_above_a_table_without_caption_titles_its_cells(before: str) -> None:
+    shown = ctx(f"<h2>Usage</h2><p>Some prose first.</p>{before}{TABLE}", "File not found")
+    assert "Exit codes" in shown and "Meaning" in shown and "Some prose" not in shown
+
+
+def test_a_title_above_the_wrapper_a_table_opens_counts() -> None:
+    shown = ctx(f'<p><b>Exit codes</b></p><div class="table-wrap"><div>{TABLE}</div></div>', "File not found")
+    assert "Exit codes" in shown
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "<p><b>Warning:</b> the table lists only the codes of version 2.</p>",  # bold, then prose
+        f"<p><b>{'A long bold paragraph of prose that goes on. ' * 5}</b></p>",  # bold, but long
+        "<p>The codes are listed below.</p>",  # a sentence
+        "<p><b>Exit codes</b></p><p>The codes follow.</p>",  # a title, but prose between
+        "<p><b>Exit codes</b></p><h3>Codes</h3>",  # a heading between (the headers rule's)
+        "<p><b>Exit codes</b></p>Loose text",  # text between
+    ],
+)
+def test_a_line_that_is_not_a_title_titles_nothing(before: str) -> None:
+    page = f"{before}{TABLE}"
+    assert ctx(page, "File not found", TABLE_TITLES) == ctx(page, "File not found", policy_named("none"))
+
+
+def test_a_table_with_a_caption_keeps_its_caption_alone() -> None:
+    page = "<p><b>Exit codes</b></p><table><caption>Codes</caption><tr><th>C</th></tr><tr><td>Two</td></tr></table>"
+    shown = ctx(page, "Two")
+    assert "Codes" in shown and "Exit codes" not in shown
+
+
+# -- (a) a table whose header row is empty -------------------------------------------------
+EMPTY_HEAD = (
+    "<table><thead><tr><th></th><th> </th></tr></thead><tbody>"
+    "<tr><td>Name</td><td>Default</td></tr><tr><td>port</td><td>8080</td></tr>"
+    "<tr><td>host</td><td>localhost</td></tr></tbody></table>"
+)
+
+
+def test_an_empty_header_row_is_stood_in_for_by_the_first_row_with_text() -> None:
+    shown = ctx(EMPTY_HEAD, "localhost")
+    assert "Default" in shown and "Name" in shown and "host" in shown
+    assert "8080" not in shown  # no other data row
+    assert "Default" in ctx(EMPTY_HEAD, "8080", EMPTY_HEADER_ROWS)
+
+
+def test_the_stand_in_row_gets_no_labels_and_a_header_row_with_text_needs_none() -> None:
+    assert ctx(EMPTY_HEAD, "Default", EMPTY_HEADER_ROWS) == ctx(EMPTY_HEAD, "Default", policy_named("none"))
+    full = EMPTY_HEAD.replace("<th></th>", "<th>Key</th>")
+    assert ctx(full, "localhost", EMPTY_HEADER_ROWS) == ctx(full, "localhost", policy_named("none"))
+
+
+def test_an_empty_markdown_header_line_is_stood_in_for() -> None:
+    from spire_core import parse_page
+
+    doc = parse_page("| | |\n|---|---|\n| Name | Default |\n| port | 8080 |\n", declared="markdown")
+    shown = render(doc, global_context(doc, sentence_with(doc, "8080").paths))
+    assert "Default" in shown
+
+
+# -- (b) hidden headings -------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["hidden", 'style="display: none"', 'aria-hidden="true"'])
+def test_a_hidden_heading_still_names_what_follows(how: str) -> None:
+    page = f'<h1>Manual</h1><h2 {how}><a id="opts"></a>Options</h2><p>Sets the level.</p><h2>Next</h2><p>Later.</p>'
+    assert "## Options" in ctx(page, "Sets the level.")
+    assert "Options" not in ctx(page, "Later.")
+
+
+def test_a_heading_in_a_hidden_container_and_an_empty_hidden_heading_are_dropped() -> None:
+    page = '<h2>Install</h2><div hidden><h2>Menu</h2></div><h2 hidden> </h2><p style="x">Run it.</p>'
+    shown = ctx(page, "Run it.")
+    assert "Install" in shown and "Menu" not in shown
+
+
+# -- (c) list lead-ins ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "lead",
+    ["Some exit codes are", "The following pairs of options are incompatible.", "Read this first. Some exit codes are"],
+)
+def test_the_paragraph_just_before_a_list_is_its_lead_in(lead: str) -> None:
+    page = f"<p>{lead}</p><ul><li>Two: the file was not found.</li><li>Three: no access.</li></ul>"
+    shown = ctx(page, "Three: no access.")
+    last = lead.split(". ")[-1]
+    assert last in shown and "Read this first" not in shown and "Two:" not in shown
+
+
+def test_a_lead_in_wrapped_list_and_nested_lists_each_have_their_own() -> None:
+    page = "<p>Outer lead</p><div><ul><li><p>Inner lead</p><ol><li>Deep item.</li></ol></li></ul></div>"
+    shown = ctx(page, "Deep item.", LEAD_INS)
+    assert "Outer lead" in shown and "Inner lead" in shown
+
+
+@pytest.mark.parametrize(
+    "between",
+    ["<h3>Codes</h3>", TABLE, "<ul><li>Other list.</li></ul>", "Loose words", "<pre>code</pre>"],
+)
+def test_anything_between_the_paragraph_and_the_list_means_no_lead_in(between: str) -> None:
+    page = f"<p>Some exit codes are</p>{between}<ul><li>Two: the file was not found.</li></ul>"
+    assert "Some exit codes" not in ctx(page, "Two: the file was not found.", LEAD_INS)
+
+
+# -- (d) term lines over indented description blocks ---------------------------------------
+@pytest.mark.parametrize(
+    ("term", "block"),
+    [
+        ("<p><code>--opt</code></p>", "<blockquote><p>Sets the option. It takes a value.</p></blockquote>"),
+        ("<p><strong>term</strong></p>", '<div class="block-indent"><p>Sets the option. It takes a value.</p></div>'),
+        ("<p>max_connections (integer)</p>", '<div style="margin-left: 2em">Sets the option. It takes a value.</div>'),
+        (  # groff's man pages: a term line indented less than its description
+            '<p style="margin-left:6%; margin-top: 1em"><b>-a</b>, <b>--all</b></p>',
+            '<p style="margin-left:17%;">Sets the option. It takes a value.</p>',
+        ),
+    ],
+)
+def test_a_term_line_labels_the_indented_block_under_it(term: str, block: str) -> None:
+    page = f"<h2>Options</h2><p>Intro prose here.</p>{term}{block}"
+    shown = ctx(page, "It takes a value.", TERM_BLOCKS)
+    label = parse_html(term).subtree_text(0).strip()
+    assert label in shown and "Intro prose" not in shown
+
+
+def test_a_run_of_description_blocks_shares_its_term() -> None:
+    page = (
+        '<p style="margin-left:6%"><b>-v</b></p><p style="margin-left:17%">First part.</p>'
+        '<p style="margin-left:17%">Second part.</p><p><b>-q</b></p><blockquote>Quiet.</blockquote>'
+    )
+    assert "-v" in ctx(page, "Second part.", TERM_BLOCKS)
+    assert "-v" not in ctx(page, "Quiet.", TERM_BLOCKS) and "-q" in ctx(page, "Quiet.", TERM_BLOCKS)
+
+
+@pytest.mark.parametrize(
+    ("before", "block"),
+    [
+        ("<p>As the manual says, this matters.</p>", "<blockquote>A quotation.</blockquote>"),  # prose, then a quote
+        ("<p><b>Note:</b> read this first.</p>", '<div class="indent">A quotation.</div>'),  # bold word, prose
+        ('<p style="margin-left:17%">Same depth</p>', '<p style="margin-left:17%">A quotation.</p>'),  # one run
+        ('<p style="margin-left:20%">Deeper</p>', '<p style="margin-left:17%">A quotation.</p>'),  # not less
+        ("<p>Term line</p>", "<div>A quotation.</div>"),  # not indented
+        ("<h3>Heading</h3>", "<blockquote>A quotation.</blockquote>"),  # a heading is the headers rule's
+    ],
+)
+def test_an_indented_block_after_no_term_line_has_no_term(before: str, block: str) -> None:
+    page = f"{before}{block}"
+    assert ctx(page, "A quotation.", TERM_BLOCKS) == ctx(page, "A quotation.", policy_named("none"))
+
+
+def test_nested_description_blocks_are_labelled_to_a_bounded_depth() -> None:
+    from spire_core.context.term_blocks import MAX_TERM_DEPTH
+
+    levels = 3 * MAX_TERM_DEPTH
+    page = "".join(f"<p><code>T{k}</code></p><blockquote>" for k in range(levels)) + "Deepest."
+    shown = ctx(page, "Deepest.", TERM_BLOCKS)
+    assert [f"T{k}" for k in range(levels) if f"T{k}\n" in shown + "\n"] == [f"T{k}" for k in range(MAX_TERM_DEPTH)]
+
+
+# -- the default policy and names ----------------------------------------------------------
+def test_the_idiom_rules_are_in_the_default_policy_and_named() -> None:
+    names = {r.name for r in HTML.rules}
+    assert {"table-titles", "empty-header-rows", "lead-ins", "term-blocks"} <= names
+    for policy in (TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS):
+        assert policy_named(policy.name) is policy
+    assert {r.name for r in policy_named(HTML.name).rules} == names
+
+
+def test_passages_show_the_idioms_labels() -> None:
+    page = (
+        f"<h1>Tool</h1><p><b>Exit codes</b></p>{TABLE}<p>Some exit codes are</p><ul><li>Four: busy.</li></ul>"
+        "<p><code>--opt</code></p><blockquote>Sets it.</blockquote>"
+    )
+    doc = parse_html(page)
+    texts = {s: u.text for u in passages(doc) for s in u.members}
+    for text, label in (("File not found", "Exit codes"), ("Four: busy.", "Some exit codes"), ("Sets it.", "--opt")):
+        assert label in texts[sentence_with(doc, text).paths]
