@@ -105,7 +105,9 @@ def prune_indices(doc: Document, keep: set[int]) -> Document:
                     ce = Element(tag, doc.attrs[c])
                     e.children.append(ce)
                     stack.append((c, ce))
-    return Document(root, doc_id=doc.doc_id, encoding=doc.encoding, replaced=doc.decode_errors, warnings=())
+    return Document(
+        root, doc_id=doc.doc_id, encoding=doc.encoding, replaced=doc.decode_errors, warnings=(), language=doc.language
+    )
 
 
 def prune(doc: Document, paths: Iterable[Path]) -> Document:

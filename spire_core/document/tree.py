@@ -125,8 +125,12 @@ class Document:
         encoding: str,
         replaced: int,
         warnings: Iterable[str],
+        language: str | None = None,
     ) -> None:
         self.doc_id = doc_id
+        #: the language the page declares (``<html lang>``, Content-Language): an ISO 639-1
+        #: code in lower case, None when undeclared (:mod:`spire_core.reading.language`)
+        self.language = language
         #: how the bytes were decoded ("str" when text was given)
         self.encoding = encoding
         #: number of invalid byte sequences replaced by U+FFFD while decoding

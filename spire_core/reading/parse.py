@@ -29,6 +29,7 @@ import html as html_lib
 import re
 from collections import Counter
 from collections.abc import Mapping
+from functools import partial
 from html.parser import HTMLParser
 from itertools import islice
 from pathlib import PurePosixPath
@@ -40,7 +41,9 @@ import lxml.html
 from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Element, gc_paused
 from spire_core.errors import EmptyDocumentError, SegmentationError
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.reading.language import declared_language, primary_subtag, punkt_language
 from spire_core.reading.markdown import is_markdown, markdown_to_html
+from spire_core.reading.punkt import sentence_spans
 from spire_core.reading.sentences import segment as segment_tree
 
 DROP_TAGS = frozenset(
@@ -133,10 +136,13 @@ def parse_html(
     boilerplate: bool = True,
     max_bytes: int = DEFAULT_MAX_BYTES,
     require_content: bool = False,
+    language: str | None = None,
 ) -> Document:
     """Parse HTML text or bytes into a :class:`Document`.
 
-    ``segment`` inserts sentence sentinels (NLTK Punkt); with ``segment=False`` paths are
+    ``segment`` inserts sentence sentinels (NLTK Punkt, with the parameters of the page's
+    language: ``language``, an ISO 639-1 code, else the one the page declares, else English;
+    :mod:`spire_core.reading.language`); with ``segment=False`` paths are
     those of the cleaned tree alone. ``boilerplate`` drops site chrome (module docstring).
     Bytes honour a BOM and ``<meta charset>``; invalid sequences are replaced and counted in
     ``Document.decode_errors``. Raises :class:`~spire_core.errors.NotHTMLError` for binary
@@ -148,13 +154,24 @@ def parse_html(
     decoded = decode(html, max_bytes=max_bytes, doc_id=doc_id)
     warnings = list(decoded.warnings)
     with gc_paused():  # millions of live objects: cyclic GC passes only cost time here
-        root = _build(_lxml_root(decoded.text, warnings), boilerplate)
+        lx_root = _lxml_root(decoded.text, warnings)
+        language = primary_subtag(language) or declared_language(lx_root)
+        root = _build(lx_root, boilerplate)
+        del lx_root
         if segment:
+            split = partial(sentence_spans, language=punkt_language(language))
             try:
-                segment_tree(root)
+                segment_tree(root, split)
             except TimeoutError as err:  # (nltk.redos: a regular expression ran past its limit)
                 raise SegmentationError(f"sentence segmentation stopped: {err}", doc_id=doc_id) from None
-        doc = Document(root, doc_id=doc_id, encoding=decoded.encoding, replaced=decoded.replaced, warnings=warnings)
+        doc = Document(
+            root,
+            doc_id=doc_id,
+            encoding=decoded.encoding,
+            replaced=decoded.replaced,
+            warnings=warnings,
+            language=language,
+        )
         del root  # freed now, by reference counting: else the collector's first pass walks the whole build tree
     if require_content and not doc.has_content():
         raise EmptyDocumentError("has no visible text", doc_id=doc_id)
@@ -162,10 +179,17 @@ def parse_html(
 
 
 def parse_text(
-    text: str, *, doc_id: str | None = None, segment: bool = True, require_content: bool = False
+    text: str,
+    *,
+    doc_id: str | None = None,
+    segment: bool = True,
+    require_content: bool = False,
+    language: str | None = None,
 ) -> Document:
     """A :class:`Document` for plain text: each blank-line separated block becomes a paragraph."""
-    return parse_html(text_to_html(text), doc_id=doc_id, segment=segment, require_content=require_content)
+    return parse_html(
+        text_to_html(text), doc_id=doc_id, segment=segment, require_content=require_content, language=language
+    )
 
 
 def parse_markdown(
@@ -176,6 +200,7 @@ def parse_markdown(
     boilerplate: bool = True,
     max_bytes: int = DEFAULT_MAX_BYTES,
     require_content: bool = False,
+    language: str | None = None,
 ) -> Document:
     """A :class:`Document` for a Markdown page: its CommonMark rendering (:mod:`~spire_core.reading.markdown`) as HTML.
 
@@ -190,6 +215,7 @@ def parse_markdown(
         boilerplate=boilerplate,
         max_bytes=max(max_bytes, len(page)),  # the limit was checked on the source
         require_content=require_content,
+        language=language,
     )
     doc.encoding = decoded.encoding
     doc.decode_errors = decoded.replaced
@@ -255,6 +281,7 @@ def parse_page(
     max_bytes: int = DEFAULT_MAX_BYTES,
     require_content: bool = False,
     declared: PageKind | None = None,
+    language: str | None = None,
 ) -> Document:
     """Parse a page that may be HTML, Markdown or plain text (paragraphs separated by blank lines).
 
@@ -268,7 +295,7 @@ def parse_page(
     """
     text = decode(content, max_bytes=max_bytes, doc_id=doc_id).text
     kind = page_kind(text)
-    doc = _parse_as(kind, content, text, doc_id, segment, boilerplate, max_bytes, require_content)
+    doc = _parse_as(kind, content, text, doc_id, segment, boilerplate, max_bytes, require_content, language)
     if declared == "html" and kind != "html":
         doc.warnings.append(
             f"declared HTML but holds no tags (stripped by its loader?): read as "
@@ -286,6 +313,7 @@ def _parse_as(
     boilerplate: bool,
     max_bytes: int,
     require_content: bool,
+    language: str | None = None,
 ) -> Document:
     if kind == "markdown":
         return parse_markdown(
@@ -295,6 +323,7 @@ def _parse_as(
             boilerplate=boilerplate,
             max_bytes=max_bytes,
             require_content=require_content,
+            language=language,
         )
     if kind == "html":
         return parse_html(
@@ -304,8 +333,9 @@ def _parse_as(
             boilerplate=boilerplate,
             max_bytes=max_bytes,
             require_content=require_content,
+            language=language,
         )
-    return parse_text(text, doc_id=doc_id, segment=segment, require_content=require_content)
+    return parse_text(text, doc_id=doc_id, segment=segment, require_content=require_content, language=language)
 
 
 _XML_DECL_TEXT = re.compile(r"^\s*<\?xml[^>]*\?>")

@@ -1,7 +1,8 @@
 """Offline NLTK Punkt sentence segmentation.
 
-The English parameters ship inside the package (``spire_core/data/punkt_tab``), so
-nothing is downloaded at run time.
+NLTK's Punkt parameters for English, German, French, Spanish, Italian, Portuguese and Dutch
+ship inside the package (``spire_core/reading/data/punkt_tab``), so nothing is downloaded at
+run time; a page's declared language chooses them (:mod:`spire_core.reading.language`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ if TYPE_CHECKING:  # imported on first segmentation, not with spire_core (punkt_
 
 _DATA = FsPath(__file__).parent / "data" / "punkt_tab"
 
-#: Abbreviations (lower case, without the final period) added to NLTK's trained list.
-#: Technical manuals and encyclopedic pages use these mid-sentence.
+#: Abbreviations (lower case, without the final period) added to NLTK's trained English list.
+#: Technical manuals and encyclopedic pages use these mid-sentence. (Other languages use
+#: NLTK's parameters as trained.)
 EXTRA_ABBREVIATIONS = frozenset(
     {
         "dr",
@@ -122,15 +124,22 @@ def punkt_module() -> types.ModuleType:
         _imp.release_lock()
 
 
-@lru_cache(maxsize=4)
+def languages() -> list[str]:
+    """The languages whose Punkt parameters ship (folder names: ``"english"``, ``"german"``, ...)."""
+    return sorted(p.name for p in _DATA.iterdir() if p.is_dir())
+
+
+@lru_cache(maxsize=8)
 def tokenizer(language: str = "english") -> PunktSentenceTokenizer:
-    """The Punkt tokenizer for ``language`` (only ``"english"`` ships)."""
+    """The Punkt tokenizer for ``language`` (one of :func:`languages`)."""
     punkt = punkt_module()
     folder = _DATA / language
-    if not folder.is_dir():
-        raise ValueError(f"no Punkt parameters for {language!r}; available: english")
+    if not language.isalpha() or not folder.is_dir():
+        raise ValueError(f"no Punkt parameters for {language!r}; available: {', '.join(languages())}")
     params = punkt.PunktParameters()
-    params.abbrev_types = set(_lines(folder / "abbrev_types.txt")) | EXTRA_ABBREVIATIONS
+    params.abbrev_types = set(_lines(folder / "abbrev_types.txt"))
+    if language == "english":
+        params.abbrev_types |= EXTRA_ABBREVIATIONS
     params.sent_starters = set(_lines(folder / "sent_starters.txt"))
     params.collocations = {tuple(line.split("\t")[:2]) for line in _lines(folder / "collocations.tab")}
     for line in _lines(folder / "ortho_context.tab"):
@@ -140,7 +149,7 @@ def tokenizer(language: str = "english") -> PunktSentenceTokenizer:
     return out
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def _candidates(language: str) -> Any:
     """The pattern of Punkt's candidate sentence breaks (its period contexts) for ``language``."""
     return tokenizer(language)._lang_vars.period_context_re()

@@ -72,7 +72,7 @@ def _list(draw: st.DrawFn, depth: int) -> str:
 
 
 def _dl(draw: st.DrawFn) -> str:
-    parts = []
+    parts: list[str] = []
     for _ in range(draw(st.integers(1, 3))):
         parts.extend(f"<dt>{draw(sentence_text())}</dt>" for _ in range(draw(st.integers(1, 2))))
         parts.extend(f"<dd>{draw(inline_html())}</dd>" for _ in range(draw(st.integers(1, 2))))
