@@ -64,7 +64,12 @@ def label_line(doc: Document, node: int) -> bool:
             return False  # a block inside: not a line
     if not pieces:
         return False
-    return emphasised or not _SENTENCE_END.search("".join(pieces).rstrip())
+    return emphasised or not ends_sentence("".join(pieces))
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether ``text`` ends as a sentence ends (``.``, ``!``, ``?``, their CJK forms, maybe a closing quote)."""
+    return _SENTENCE_END.search(text.rstrip()) is not None
 
 
 def _under_emphasis(doc: Document, text_node: int, block: int) -> bool:

@@ -137,7 +137,7 @@ def test_a_heading_in_a_hidden_container_and_an_empty_hidden_heading_are_dropped
 # -- (c) list lead-ins ---------------------------------------------------------------------
 @pytest.mark.parametrize(
     "lead",
-    ["Some exit codes are", "The following pairs of options are incompatible.", "Read this first. Some exit codes are"],
+    ["Some exit codes are", "the following pairs of options are incompatible", "Read this first. Some exit codes are"],
 )
 def test_the_paragraph_just_before_a_list_is_its_lead_in(lead: str) -> None:
     page = f"<p>{lead}</p><ul><li>Two: the file was not found.</li><li>Three: no access.</li></ul>"
@@ -150,6 +150,18 @@ def test_a_lead_in_wrapped_list_and_nested_lists_each_have_their_own() -> None:
     page = "<p>Outer lead</p><div><ul><li><p>Inner lead</p><ol><li>Deep item.</li></ol></li></ul></div>"
     shown = ctx(page, "Deep item.", LEAD_INS)
     assert "Outer lead" in shown and "Inner lead" in shown
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "Our CI status can be found at hud.example.org.",  # a paragraph of its own above a table of contents
+        "Read the guide first!",
+    ],
+)
+def test_a_paragraph_that_ends_a_sentence_is_no_lead_in(before: str) -> None:
+    page = f"<p>{before}</p><ul><li>Installation</li><li>Usage</li></ul>"
+    assert ctx(page, "Usage", LEAD_INS) == ctx(page, "Usage", policy_named("none"))
 
 
 @pytest.mark.parametrize(
