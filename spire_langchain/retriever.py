@@ -186,7 +186,7 @@ class SpireRetriever(PageIndexing, BaseRetriever):
             self._learn_direction(pairs)
             return pairs
 
-        top = scored if self.search_type == "mmr" else searched_once(scored, self.first_k << (self.max_rounds - 1))
+        top = scored if self.search_type == "mmr" else searched_once(scored, self.options.widest)
         return store_search(top, self._store_hit)
 
     def _call(self, k: int | None, budget: int | None, kwargs: dict[str, Any]) -> tuple[QueryOptions, dict[str, Any]]:

@@ -176,5 +176,5 @@ def decode_paths(text: str) -> PathSet:
             continue
         if not _PATH_TEXT.fullmatch(part):  # ASCII digits only: int() would also take " 1", "+1", "1_0"
             raise PathFormatError(f"not a path: {part[:40]!r} in {text[:80]!r}")
-        out.add(tuple(int(k) for k in part.split(".")))
+        out.add(tuple(map(int, part.split("."))))
     return frozenset(out)

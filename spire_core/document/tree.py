@@ -211,6 +211,13 @@ class Document:
         """Index of the node at ``path``; raises :class:`UnknownPathError`."""
         if not self.children:  # an empty document (e.g. pruned without its root) has no root either
             raise UnknownPathError(tuple(path), self.doc_id)
+        deep = len(path) > 64 and isinstance(path, tuple)
+        if deep:  # a deep page's paths are walked again and again: each walk is remembered
+            known: dict[Path, int] = getattr(self, "_deep_index", None) or {}
+            self._deep_index = known
+            got = known.get(path)
+            if got is not None:
+                return got
         i = 0
         try:
             for k in path:
@@ -219,6 +226,8 @@ class Document:
                 i = self.children[i][k]
         except (IndexError, TypeError):
             raise UnknownPathError(tuple(path), self.doc_id) from None
+        if deep:
+            known[path] = i
         return i
 
     def path(self, index: int) -> Path:

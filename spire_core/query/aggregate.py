@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cache
-from typing import TypeVar
 
 from spire_core.context import HTML, Policy
 from spire_core.document.render import render_indices
@@ -340,30 +337,3 @@ def aggregate(
             ranked[0].doc_id,
         )
     return state.result()
-
-
-T = TypeVar("T")
-
-
-def searched_once(search: Callable[[int], Sequence[T]], widest: int) -> Callable[[int], Sequence[T]]:
-    """``search`` (``n -> the n best``) asked once, for ``widest`` (what the last round could
-    need), and sliced for every round: asked again only for a round wanting more than that, while
-    the store may hold more (it gave all it was asked for)."""
-    asked = 0
-    found: Sequence[T] = ()
-
-    def ranked(n: int) -> Sequence[T]:
-        nonlocal asked, found
-        if n > asked and len(found) >= asked:
-            asked = max(n, widest)
-            found = search(asked)
-        return found[:n]
-
-    return ranked
-
-
-@cache
-def aggregation_pool() -> ThreadPoolExecutor:
-    """The threads async adapters run aggregation on: never the event loop's default executor,
-    which a store's own async search may need (awaiting it from a saturated default pool deadlocks)."""
-    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="spire-aggregate")

