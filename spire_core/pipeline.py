@@ -40,7 +40,7 @@ from spire_core.options import (
     Fmt,
     OnError,
 )
-from spire_core.query.aggregate import Documents, Hit, Subdocument, aggregate, document_lookup, seed_indices
+from spire_core.query.aggregate import Documents, Hit, Search, Subdocument, aggregate, document_lookup, seed_indices
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
 from spire_core.query.lexical import fused_search
 from spire_core.query.table_views import table_views
@@ -51,7 +51,7 @@ log = logging.getLogger("spire")
 
 #: How often a retrieval is tried while pages change under it (a concurrent update).
 TRIES = 3
-#: A search skipping hits (other pages than the ``max_pages`` kept, foreign entries) asks the
+#: A search skipping hits (pages past ``max_pages``, foreign or stale entries) asks the
 #: store for up to this many times what a round needs.
 OVERFETCH = 8
 
@@ -164,6 +164,8 @@ def run_query(
     hits = sentence_search(passages, query=query, documents=lookup, order="overlap")
     if lexical is not None:
         hits = fused_search(hits, lambda n: lexical(query, n), shared_ties=True)
+    if options.max_pages is not None:
+        hits = first_pages(hits, options.max_pages)
     results = aggregate(
         hits,
         documents=lookup,
@@ -182,16 +184,36 @@ def run_query(
     )
 
 
+def first_pages(search: Search, pages: int) -> Search:
+    """``search`` keeping the hits of the first ``pages`` pages it ranks (asking it for more while
+    hits of other pages are dropped): the budget goes to the best pages."""
+
+    def ranked(n: int) -> list[Hit]:
+        m = n
+        while True:
+            found = search(m)
+            kept: dict[str, None] = {}
+            out = []
+            for hit in found:
+                if hit.doc_id not in kept and len(kept) >= pages:
+                    continue
+                kept[hit.doc_id] = None
+                out.append(hit)
+            if len(out) >= n or len(found) < m or m >= OVERFETCH * n:
+                return out[:n]
+            m *= 2
+
+    return ranked
+
+
 class _Try:
     """One try of a retrieval: its pinned pages and the hits converted so far."""
 
-    def __init__(self, pages: Pages, search: StoreSearch, max_pages: int | None) -> None:
+    def __init__(self, pages: Pages, search: StoreSearch) -> None:
         self.pages = pages
         self.search = search
-        self.max_pages = max_pages
         self.report = Report()
         self.docs: dict[str, Document] = {}
-        self.kept: list[str] = []  # pages whose hits are kept, in order of first hit
         self.read: list[StoreHit] = []  # the prefix of the ranking converted so far
         self.found: list[PassageHit] = []
 
@@ -205,7 +227,7 @@ class _Try:
         """The valid passage hits of ``entries``, a prefix of the ranking; a prefix converted
         before is not converted again (its pages stay pinned for the try)."""
         if len(self.read) > len(entries) or any(a is not b for a, b in zip(self.read, entries, strict=False)):
-            self.read, self.found, self.kept = [], [], []  # not the prefix converted so far
+            self.read, self.found = [], []  # not the prefix converted so far
         report = self.report
         for entry in entries[len(self.read) :]:
             hit = self._hit(entry, report)
@@ -229,8 +251,6 @@ class _Try:
         doc_id, paths = unit
         if doc_id in report.missing:
             return None
-        if self.max_pages is not None and doc_id not in self.kept and len(self.kept) >= self.max_pages:
-            return None
         try:
             seed_indices(self.document(doc_id, entry.page_hash), paths)
         except MissingSourceError:
@@ -240,20 +260,16 @@ class _Try:
             report.stale.add(doc_id)
             return None
         report.valid.add(doc_id)
-        if doc_id not in self.kept:
-            self.kept.append(doc_id)
         return PassageHit(doc_id, members, entry.score)
 
     def lexical(self, search: LexicalSearch) -> LexicalSearch:
         """``search`` whose hits are checked like the store's: a page missing, a unit of another
-        version or a page past ``max_pages`` is left out (a lexical index may lag its pages)."""
+        version is left out (a lexical index may lag its pages)."""
 
         def checked(query: str, n: int) -> list[Hit]:
             out = []
             for hit in search(query, n):
                 if hit.doc_id in self.report.missing:
-                    continue
-                if self.max_pages is not None and hit.doc_id not in self.kept and len(self.kept) >= self.max_pages:
                     continue
                 try:
                     seed_indices(self.document(hit.doc_id), hit.paths)
@@ -290,7 +306,7 @@ def retrieve(
     Raises :class:`MissingSourceError` when hits were found but none had its page.
     """
     for attempt in range(TRIES):
-        state = _Try(pages, searches(), options.max_pages)
+        state = _Try(pages, searches())
         found = None if lexical is None else state.lexical(lexical)
         results = run_query(query, state.passages, state.document, options, found)
         if not state.report.again():

@@ -217,8 +217,6 @@ def _index_batch(
                 raise
             reason = str(err) if isinstance(err, SpireError) else f"{type(err).__name__}: {err}"
             report.failed[given.node_id] = reason
-            where = given.metadata.get("file_path") or given.metadata.get("file_name")
-            log.error("page %r%s skipped: %s", given.node_id, f" ({where})" if where else "", reason)
             progress.advance("parse", 1)
             continue
         if not nodes:

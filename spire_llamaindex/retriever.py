@@ -47,8 +47,8 @@ from spire_core.results.schema import SPIRE_KEYS, citations_from, result_id, use
 from spire_core.size import SizeFn
 
 from ._search import Ranking
-from ._source import SourceDocuments
-from .index import build_index
+from ._source import SourceDocuments, log
+from .index import build_index, update_index
 from .parser import SpireNodeParser
 
 if TYPE_CHECKING:
@@ -213,14 +213,12 @@ class SpireRetriever(BaseRetriever):
         to the parser's. A page that cannot be read (a binary file named ``.html``, a page over
         the size limit) is logged with its id and reason and left out (``errors="raise"`` raises)."""
         parser = parser or SpireNodeParser()
-        index = build_index(
-            documents,
-            parser=parser,
-            embed_model=embed_model,
-            storage_context=storage_context,
-            show_progress=show_progress,
-            errors=errors,
-        )
+        index = build_index([], parser=parser, embed_model=embed_model, storage_context=storage_context)
+        report = update_index(index, documents, parser=parser, show_progress=show_progress, errors=errors)
+        for page, reason in report.failed.items():
+            source = next((d for d in documents if d.node_id == page), None)
+            where = source.metadata.get("file_path") if source is not None else None
+            log.error("page %r%s left out: %s", page, f" ({where})" if where else "", reason)
         return cls(
             index,
             policy=parser.policy if policy is None else policy,

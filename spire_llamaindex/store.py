@@ -182,6 +182,7 @@ class Store:
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         fill: float = DEFAULT_FILL,
         cache_size: int = 64,
+        lexical: bool = True,
     ) -> SpireRetriever:
         """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does."""
         from .retriever import SpireRetriever
@@ -196,6 +197,7 @@ class Store:
             max_rounds=max_rounds,
             fill=fill,
             cache_size=cache_size,
+            lexical=lexical,
         )
 
 

@@ -13,7 +13,7 @@ from llama_index.core.embeddings import MockEmbedding
 
 from spire_llamaindex import SpireNodeParser, load_store
 from spire_llamaindex.cli import main
-from spire_llamaindex.index import build_index
+from spire_llamaindex.index import build_index, with_page_id
 from spire_llamaindex.parser import spire_decoded, spire_file_extractor
 
 LATIN1 = "<html><head><title>Menu</title></head><body><p>Café au lait costs two euros.</p></body></html>"
@@ -43,9 +43,10 @@ def test_build_index_re_reads_a_page_simple_directory_reader_read_as_utf8(pages:
     [doc] = SimpleDirectoryReader(str(pages)).load_data()
     assert "Caf au lait" in doc.text  # LlamaIndex's own reading: UTF-8, the é dropped
     index = build_index([doc], parser=SpireNodeParser(unit="sentence"), embed_model=MockEmbedding(embed_dim=8))
-    source = index.docstore.get_document(doc.node_id)
+    page_id = with_page_id(doc).node_id  # the file's path, not the reader's random id
+    source = index.docstore.get_document(page_id)
     assert source is not None and "Café au lait" in source.get_content()
-    assert any("Café au lait" in n.get_content() for n in index.docstore.docs.values() if n.node_id != doc.node_id)
+    assert any("Café au lait" in n.get_content() for n in index.docstore.docs.values() if n.node_id != page_id)
     again = build_index([doc], embed_model=MockEmbedding(embed_dim=8))
     assert len(again.index_struct.nodes_dict) == 1  # the re-read page is one passage, as its source says
 

@@ -17,7 +17,8 @@ from spire_llamaindex.retriever import result_node
 from .conftest import QUESTION
 
 #: a budget no few hits fill, so the prefix grows for every round
-WIDE: dict[str, Any] = dict(budget=20_000, first_k=4, max_rounds=4)
+#: the vector search alone (the lexical side asks the store for its whole fusion pool at once)
+WIDE: dict[str, Any] = dict(budget=20_000, first_k=4, max_rounds=4, lexical=False)
 
 
 class Counts:
@@ -63,7 +64,7 @@ def test_rounds_read_only_the_passages_they_use(example: Store, counts: Counts) 
     wide = len(counts.fetched)
     assert wide < 32  # 32 sentence hits, from fewer passages: their members are sentences
     counts.fetched.clear()
-    example.retriever(budget=60, first_k=4, max_rounds=4).retrieve_subdocuments(QUESTION)
+    example.retriever(budget=60, first_k=4, max_rounds=4, lexical=False).retrieve_subdocuments(QUESTION)
     assert counts.queries == [32, 32]
     assert len(counts.fetched) <= 4 < wide  # a budget filled early reads the first round's passages at most
 

@@ -69,10 +69,10 @@ def test_a_store_that_keeps_text_is_asked_for_the_first_round_then_the_widest(
 
     monkeypatch.setattr(QdrantVectorStore, "query", counted)
     question = "How long is the stop at station 7?"
-    narrow = SpireRetriever(index, budget=25, first_k=2, max_rounds=3).retrieve_subdocuments(question)
+    narrow = SpireRetriever(index, budget=25, first_k=2, max_rounds=3, lexical=False).retrieve_subdocuments(question)
     assert asked == [2] and "9 minutes" in narrow[0].text
     asked.clear()
-    wide = dict(budget=5_000, first_k=2, max_rounds=3)
+    wide = dict(budget=5_000, first_k=2, max_rounds=3, lexical=False)
     mine = SpireRetriever(index, **wide).retrieve_subdocuments(question)
     assert asked == [2, 8]  # the second round wants more: the widest round's hits, once
     plain = SpireRetriever(index.as_retriever(similarity_top_k=8), index.docstore, **wide)
