@@ -81,6 +81,7 @@ class PageIndexing:
         cache_size: int = 64,
         id_namespace: str | None = None,
         search_type: Literal["similarity", "mmr"] = "similarity",
+        lexical: bool = True,
         show_progress: bool = False,
     ) -> Self:
         """Index pages into a new ``vectorstore_cls`` and an in-memory docstore.
@@ -121,6 +122,7 @@ class PageIndexing:
             cache_size=cache_size,
             id_namespace=namespace,
             search_type=search_type,
+            lexical=lexical,
         )
 
     def add_documents(

@@ -95,7 +95,8 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     cache_size: int = Field(default=64, gt=0)
     id_namespace: str | None = None
     search_type: Literal["similarity", "mmr"] = "similarity"
-    #: fuse a BM25 index over every sentence of the stored pages with the vector ranking
+    #: fuse a BM25 index over every sentence of the stored pages with the vector ranking (results are
+    #: then scored by reciprocal rank fusion, not by the store's numbers)
     lexical: bool = True
 
     _documents: DocumentCache = PrivateAttr()

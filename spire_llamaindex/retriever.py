@@ -127,7 +127,9 @@ class SpireRetriever(BaseRetriever):
     sentence of the stored pages (:class:`spire_core.query.lexical.Lexicon`, built at the first
     query and kept in step with the docstore) is fused with the vector ranking, so a sentence
     naming the question's rare words is found even when its passage's vector averages it away;
-    it is off with ``filters``, which it cannot apply. ``filters`` (``MetadataFilters``) and ``search_kwargs``
+    it is off with ``filters``, which it cannot apply. With it, hits and results are scored by
+    reciprocal rank fusion (what the fused order is), not by the store's similarity.
+    ``filters`` (``MetadataFilters``) and ``search_kwargs``
     (``VectorIndexRetriever``'s other options) go to the vector store query. The query itself is
     :func:`spire_core.pipeline.retrieve`: hits whose page is missing are skipped with an ERROR
     log, and :class:`MissingSourceError` is raised when no hit has its page.

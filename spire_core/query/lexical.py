@@ -420,16 +420,6 @@ def rrf(
     return [Hit(doc_id, paths, score) for (doc_id, paths), score in order]
 
 
-def similarities(fused: Sequence[Hit], dense: Sequence[Hit]) -> list[Hit]:
-    """``fused`` in its order, each hit scored with its similarity in ``dense`` (what a result
-    reports as its score), a hit only the lexical side found with the lowest similarity there."""
-    score: dict[tuple[str, frozenset[Path]], float] = {}
-    for hit in dense:
-        score.setdefault((hit.doc_id, hit.paths), hit.score)
-    floor = min(score.values(), default=0.0)
-    return [Hit(h.doc_id, h.paths, score.get((h.doc_id, h.paths), floor)) for h in fused]
-
-
 def fused_search(
     dense: Search,
     lexical: Callable[[int], Sequence[Hit]],
@@ -455,9 +445,7 @@ def fused_search(
         nonlocal fused, asked
         if n > asked:
             asked = max(n, pool)
-            found = dense(asked)
-            ranked = rrf([found, lexical(lexical_pool)], k=k, weights=weights, shared_ties=[shared_ties, False])
-            fused = similarities(ranked, found)
+            fused = rrf([dense(asked), lexical(lexical_pool)], k=k, weights=weights, shared_ties=[shared_ties, False])
         return fused[:n]
 
     return run

@@ -75,7 +75,8 @@ def test_search_kwargs_reach_the_store(retriever: SpireRetriever) -> None:
 
 
 def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: KeywordEmbeddings) -> None:
-    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, vectorstore_cls=FAISS)
+    # the store's numbers as scores: the vector ranking alone (fused results are scored by rank fusion)
+    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, vectorstore_cls=FAISS, lexical=False)
     query = "tyre pressure psi road"
     ranked = retriever.vectorstore.similarity_search_with_score(query, k=8)
     distances = [s for _, s in ranked]
@@ -86,7 +87,7 @@ def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: 
     best = citations_of(docs[0])[0]
     assert best.score == pytest.approx(1 / (1 + float(distances[0])))
     assert all(0 < c.score <= 1 for d in docs for c in citations_of(d) if c.score is not None)
-    in_memory = SpireRetriever.from_documents(small_pages(), keyword_embeddings)
+    in_memory = SpireRetriever.from_documents(small_pages(), keyword_embeddings, lexical=False)
     in_memory.invoke(query)
     assert in_memory._distance is False  # cosine similarity: higher is closer
 
@@ -94,7 +95,9 @@ def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: 
 @pytest.mark.filterwarnings("ignore:Relevance scores must be between")  # FAISS's L2 normalisation
 @pytest.mark.parametrize(("mode", "store"), [("similarity", InMemoryVectorStore), ("relevance", FAISS)])
 def test_explicit_score_modes(keyword_embeddings: KeywordEmbeddings, mode: str, store: type) -> None:
-    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, vectorstore_cls=store, scores=mode)
+    retriever = SpireRetriever.from_documents(
+        small_pages(), keyword_embeddings, vectorstore_cls=store, scores=mode, lexical=False
+    )
     docs = retriever.invoke("espresso shot seconds")
     assert docs[0].metadata["spire_doc_id"] == "coffee.html"
     assert retriever._distance is None  # nothing inferred when the mode is given
