@@ -188,22 +188,29 @@ def first_pages(search: Search, pages: int) -> Search:
     """``search`` keeping the hits of the first ``pages`` pages it ranks (asking it for more while
     hits of other pages are dropped): the budget goes to the best pages."""
 
-    def ranked(n: int) -> list[Hit]:
-        m = n
-        while True:
-            found = search(m)
-            kept: dict[str, None] = {}
-            out = []
-            for hit in found:
-                if hit.doc_id not in kept and len(kept) >= pages:
-                    continue
-                kept[hit.doc_id] = None
-                out.append(hit)
-            if len(out) >= n or len(found) < m or m >= OVERFETCH * n:
-                return out[:n]
-            m *= 2
+    def kept(m: int) -> tuple[int, list[Hit]]:
+        found = search(m)
+        first: dict[str, None] = {}
+        out = []
+        for hit in found:
+            if hit.doc_id not in first and len(first) >= pages:
+                continue
+            first[hit.doc_id] = None
+            out.append(hit)
+        return len(found), out
 
-    return ranked
+    return lambda n: _asking_more(n, kept)
+
+
+def _asking_more(n: int, read: Callable[[int], tuple[int, list[T]]]) -> list[T]:
+    """The ``n`` best of ``read(m)`` (``(entries read, entries kept)``), asking for twice as many
+    while entries are dropped, the source may hold more and it is under :data:`OVERFETCH` times ``n``."""
+    m = n
+    while True:
+        got, kept = read(m)
+        if len(kept) >= n or got < m or m >= OVERFETCH * n:
+            return kept[:n]
+        m *= 2
 
 
 class _Try:
@@ -282,13 +289,12 @@ class _Try:
 
     def passages(self, n: int) -> list[PassageHit]:
         """The ``n`` best valid passage hits, asking the store for more while hits are skipped."""
-        m = n
-        while True:
+
+        def read(m: int) -> tuple[int, list[PassageHit]]:
             entries = self.search(m)
-            found = self.convert(entries)
-            if len(found) >= n or len(entries) < m or m >= OVERFETCH * n:
-                return found[:n]
-            m *= 2
+            return len(entries), self.convert(entries)
+
+        return _asking_more(n, read)
 
 
 def retrieve(
