@@ -19,7 +19,9 @@ from spire_core import (
     parse_text,
     text_to_html,
 )
+from spire_core.context import HTML, Policy
 from spire_core.document.tree import LRU
+from spire_core.query.lexical import Lexicon
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.reading.parse import page_kind
 from spire_runtime.pages import declared_kind_of
@@ -103,6 +105,14 @@ class SourceDocuments:
         #: doc id -> (hash, source node without the text) read by the last parse not yet served
         self._loaded: dict[str, tuple[str, BaseNode]] = {}
         self._lock = Lock()
+
+    def versions(self) -> dict[str, str | None]:
+        """The stored pages (those with units) and their hashes: what a :class:`Lexicon` follows."""
+        return {page: self._hash(page) for page in self.docstore.get_all_ref_doc_info() or {}}
+
+    def lexicon(self, policy: Policy = HTML) -> Lexicon:
+        """A :class:`~spire_core.query.lexical.Lexicon` over these pages, rendered by ``policy``."""
+        return Lexicon(self.versions, self, policy=policy)
 
     def __contains__(self, doc_id: object) -> bool:
         if not isinstance(doc_id, str):

@@ -168,6 +168,7 @@ def _index(args: argparse.Namespace) -> int:
     if args.db is not None:
         return _index_db(args)
 
+    from ._source import SourceDocuments
     from .embedding import default_embeddings
     from .index import (
         PAGE_SUFFIXES,
@@ -205,6 +206,7 @@ def _index(args: argparse.Namespace) -> int:
         exists = (store / MANIFEST).is_file()
         embed = default_embeddings()
         previous: list[str] = []
+        saved_lexical = None
         if exists and not args.rebuild:
             opened = load_store(store, embed_model=embed)
             if parser_settings(opened.parser) != parser_settings(parser):
@@ -213,16 +215,22 @@ def _index(args: argparse.Namespace) -> int:
                     "use --rebuild or another --store"
                 )
             previous = list(opened.manifest.get("documents", []))
-            index = opened.index
+            index, saved_lexical = opened.index, opened.lexical
         else:  # a new store, --rebuild, or a first run that was interrupted: start from an empty index
             index = build_index([], parser=parser, embed_model=embed)
+        # the BM25 index over the stored pages' sentences, saved with each batch (each page parsed once more)
+        lexicon = SourceDocuments(index.docstore, maxsize=2).lexicon(parser.policy)
+        if saved_lexical is not None:
+            lexicon.restore(saved_lexical)
         extra = {"pages_dir": str(pages.resolve())}
 
         def commit(report: IndexUpdate) -> None:
             """Save each finished batch: a killed run resumes after it (its pages are then unchanged)."""
             done = set(previous) | set(report.added) | set(report.updated) | set(report.unchanged)
             nodes = len(index.index_struct.nodes_dict)
-            save_store(store, index, parser, sorted(done), extra={**extra, "nodes": nodes}, complete=False)
+            save_store(
+                store, index, parser, sorted(done), extra={**extra, "nodes": nodes}, complete=False, lexicon=lexicon
+            )
 
         progress = StageProgress(len(files), disable=args.quiet)
         try:
@@ -247,7 +255,7 @@ def _index(args: argparse.Namespace) -> int:
                 print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
             raise UsageError(f"none of the {len(files)} page(s) under {str(pages)!r} could be read")
         nodes = len(index.index_struct.nodes_dict)
-        save_store(store, index, parser, sorted(kept), extra={**extra, "nodes": nodes})
+        save_store(store, index, parser, sorted(kept), extra={**extra, "nodes": nodes}, lexicon=lexicon)
     print(
         f"indexed {len(kept)} page(s), {nodes} nodes, into {store}: "
         f"{len(report.added)} added, {len(report.updated)} updated, {len(report.unchanged)} unchanged, "

@@ -42,7 +42,6 @@ from spire_core.pipeline import (
     searched_once,
     store_search,
 )
-from spire_core.query.lexical import Lexicon
 from spire_core.results.schema import SPIRE_KEYS, citations_from, result_id, user_metadata
 from spire_core.size import SizeFn
 
@@ -178,7 +177,7 @@ class SpireRetriever(BaseRetriever):
         if filters is not None:
             self.search_kwargs["filters"] = filters
         #: BM25 over every sentence of the stored pages, fused with the vector ranking (``lexical=False``: off)
-        self.lexicon = Lexicon(self._page_versions, self.sources, policy=policy) if lexical and not filters else None
+        self.lexicon = self.sources.lexicon(policy) if lexical and not filters else None
 
     # the options by name, as on the LangChain retriever (one vocabulary)
     budget = property(lambda self: self.options.budget)
@@ -189,11 +188,6 @@ class SpireRetriever(BaseRetriever):
     max_rounds = property(lambda self: self.options.max_rounds)
     fill = property(lambda self: self.options.fill)
     tables = property(lambda self: self.options.tables)
-
-    def _page_versions(self) -> dict[str, str | None]:
-        """The stored pages (those with units) and their hashes."""
-        docstore = self.sources.docstore
-        return {page: docstore.get_document_hash(page) for page in docstore.get_all_ref_doc_info() or {}}
 
     # -- construction ------------------------------------------------------------------
     @classmethod

@@ -131,6 +131,7 @@ class QueryService:
                     fmt=base.fmt,
                     first_k=first_k,
                 )
+                found.lexicon = base.lexicon  # one BM25 index, kept in step once
                 if len(self._retrievers) >= MAX_RETRIEVERS:
                     oldest = next(k for k in self._retrievers if k != (self.budget, self.first_k))
                     del self._retrievers[oldest]

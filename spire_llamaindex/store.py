@@ -4,6 +4,7 @@ Layout (format 2)::
 
     DIR/spire.json          the manifest: settings, pages, and which data folder is current
     DIR/data-000007/        LlamaIndex's files (docstore.json, default__vector_store.json, ...)
+                            and the BM25 index over the pages' sentences (lexical.json.gz, lexical-*.npy)
     DIR/spire.lock          held by the one process writing the store
 
 A save writes a whole new data folder (each file flushed and fsynced), then replaces the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from spire_core import HTML, NONE, SpireError
 from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE
+from spire_core.query.lexical import INDEX_FILE, LexicalIndex, Lexicon
 from spire_core.size import SizeFn
 
 from .embedding import DEFAULT_MODEL, default_embeddings
@@ -62,6 +65,7 @@ LLAMAINDEX_FILES = (
 #: the lock file of the process writing a store (its first line says who holds it)
 LOCK_FILE = "spire.lock"
 DATA_PREFIX = "data-"
+log = logging.getLogger("spire_llamaindex")
 _DOCSTORE_DATA = "docstore/data"  # SimpleDocumentStore's collection of nodes and pages
 
 
@@ -166,12 +170,14 @@ def is_store_leftover(name: str) -> bool:
 
 @dataclass
 class Store:
-    """A loaded store: the index (sources in its docstore), the parser it was built with, its manifest."""
+    """A loaded store: the index (sources in its docstore), the parser it was built with, its
+    manifest, and the BM25 index saved with it (None: a store saved without one)."""
 
     path: Path
     index: VectorStoreIndex
     parser: SpireNodeParser
     manifest: dict[str, Any]
+    lexical: LexicalIndex | None = None
 
     def retriever(
         self,
@@ -184,10 +190,11 @@ class Store:
         cache_size: int = 64,
         lexical: bool = True,
     ) -> SpireRetriever:
-        """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does."""
+        """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does
+        (its BM25 index starts from the one saved with the store)."""
         from .retriever import SpireRetriever
 
-        return SpireRetriever(
+        retriever = SpireRetriever(
             self.index,
             budget=budget,
             size=size,
@@ -199,6 +206,9 @@ class Store:
             cache_size=cache_size,
             lexical=lexical,
         )
+        if retriever.lexicon is not None and self.lexical is not None:
+            retriever.lexicon.restore(self.lexical)
+        return retriever
 
 
 def parser_settings(parser: SpireNodeParser) -> dict[str, Any]:
@@ -235,6 +245,7 @@ def save_store(
     *,
     extra: dict[str, Any] | None = None,
     complete: bool = True,
+    lexicon: Lexicon | None = None,
 ) -> Path:
     """Persist ``index`` (vector store, docstore with the sources, index store) and a manifest to ``store``.
 
@@ -242,7 +253,8 @@ def save_store(
     atomically to name it; the previous data folder is removed after that (module docstring).
     Takes the store's write lock (:class:`StoreLockedError` if another process holds it).
     ``complete=False`` marks a store saved part-way through an indexing run (``spire index``
-    commits each batch), which ``spire query`` reports.
+    commits each batch), which ``spire query`` reports. ``lexicon``: brought in step with the
+    stored pages and saved with them, so the store's retrievers start from it.
     """
     from .json_files import fsync_dir, fsync_file, write_atomic
 
@@ -255,6 +267,8 @@ def save_store(
             shutil.rmtree(data)
         data.mkdir()
         index.storage_context.persist(persist_dir=str(data))
+        if lexicon is not None:
+            lexicon.save(data)
         files: dict[str, int] = {}
         for file in sorted(data.iterdir()):
             fsync_file(file)
@@ -473,4 +487,16 @@ def _load(
         raise StoreError(f"cannot open the store at {str(path)!r}: {err}; {_rebuild_hint(path)}") from None
     if not isinstance(index, VectorStoreIndex):
         raise StoreError(f"the store at {str(path)!r} does not hold a vector index")
-    return Store(path, index, parser, manifest)
+    return Store(path, index, parser, manifest, _lexical(path, data))
+
+
+def _lexical(path: Path, data: Path) -> LexicalIndex | None:
+    """The BM25 index saved in ``data``; None when there is none or it cannot be read (logged:
+    the retriever then builds it from the stored pages, nothing is lost)."""
+    if not (data / INDEX_FILE).is_file():
+        return None
+    try:
+        return LexicalIndex.load(data)
+    except (OSError, ValueError) as err:
+        log.warning("store %s: the saved BM25 index cannot be read (%s); it is built from the pages", path, err)
+        return None

@@ -22,20 +22,19 @@ seed embeds (``seeds(doc, unit="sentence")``): its words under its global contex
 headings, a term's ``dt``, a cell's row and column labels), since a question names the
 parameter a definition sits under more often than the definition names it.
 
-Two ways to use it:
-
-- :class:`LexicalIndex`: a corpus index over every sentence, searched per question
-  (optionally within some pages), fused with the dense ranking by :func:`fused_search`.
-- :func:`member_search`: no corpus index; only the member sentences of the passages the
-  dense search retrieved are scored (BM25 over that pool) and fused.
+:class:`LexicalIndex` is a corpus index over every sentence, searched per question (optionally
+within some pages) and fused with the dense ranking by :func:`fused_search`; :class:`Lexicon`
+keeps one in step with a store's pages and saves it beside the store's vectors.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
 import unicodedata
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -46,12 +45,11 @@ import numpy as np
 
 from spire_core.context import HTML, Policy
 from spire_core.document.paths import decode_paths, encode_paths
-from spire_core.document.render import render_indices
 from spire_core.document.tree import Document, Path
-from spire_core.errors import SpireError, UnknownPathError
+from spire_core.errors import SpireError
 from spire_core.indexing.units import seeds
 from spire_core.options import Fmt
-from spire_core.query.aggregate import _OWN, Documents, Hit, Search, document_lookup, own_context, seed_indices
+from spire_core.query.aggregate import Hit, Search
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -60,9 +58,7 @@ __all__ = [
     "Lexicon",
     "fused_search",
     "languages",
-    "member_search",
     "rrf",
-    "sentence_text",
     "sentence_units",
     "tokenizer",
 ]
@@ -79,6 +75,8 @@ DEFAULT_B = 0.75
 LexicalUnit = tuple[str, frozenset[Path], str]
 
 _FORMAT = 1
+#: The files :meth:`LexicalIndex.save` writes in a folder.
+INDEX_FILE, TERMS_FILE, LENGTHS_FILE = "lexical.json.gz", "lexical-terms.npy", "lexical-lengths.npy"
 
 
 def languages() -> tuple[str, ...]:
@@ -155,6 +153,8 @@ class LexicalIndex:
         self.tokenize = tokenizer(language, stem=stem, stopwords=stopwords)
         #: per page, in insertion order: its units' path sets and terms
         self._pages: dict[str, tuple[list[frozenset[Path]], list[list[str]]]] = {}
+        #: per page, the version it was indexed at (e.g. the store's hash of the page; ``None``: unknown)
+        self.versions: dict[str, str | None] = {}
         self._bm25: Any = None
         self._rows: dict[str, tuple[int, int]] = {}
         self._doc_of: list[str] = []
@@ -174,8 +174,10 @@ class LexicalIndex:
             index.add_page(doc_id, page)
         return index
 
-    def add_page(self, doc_id: str, units: Iterable[tuple[frozenset[Path], str]]) -> None:
-        """Add page ``doc_id``'s units (``(paths, text)``), replacing what it had."""
+    def add_page(
+        self, doc_id: str, units: Iterable[tuple[frozenset[Path], str]], *, version: str | None = None
+    ) -> None:
+        """Add page ``doc_id``'s units (``(paths, text)``) at ``version``, replacing what it had."""
         paths: list[frozenset[Path]] = []
         terms: list[list[str]] = []
         for p, text in units:
@@ -183,10 +185,12 @@ class LexicalIndex:
             terms.append(self.tokenize(text))
         self._pages.pop(doc_id, None)
         self._pages[doc_id] = (paths, terms)
+        self.versions[doc_id] = version
         self._bm25 = None
 
     def remove_page(self, doc_id: str) -> None:
         """Forget page ``doc_id`` (nothing when it is not indexed)."""
+        self.versions.pop(doc_id, None)
         if self._pages.pop(doc_id, None) is not None:
             self._bm25 = None
 
@@ -255,9 +259,10 @@ class LexicalIndex:
 
     # -- persistence ---------------------------------------------------------------------
     def save(self, folder: str | FsPath) -> None:
-        """Write the index to ``folder``: ``lexical.json`` (settings, pages, vocabulary) and
-        ``terms.npy`` / ``lengths.npy`` (every unit's terms as vocabulary ids). The BM25 matrix
-        is not written: :meth:`load` re-indexes the terms, so a loaded index can still be updated."""
+        """Write the index to ``folder``: :data:`INDEX_FILE` (settings, pages, their versions and
+        sentences' path sets, vocabulary: gzipped JSON), :data:`TERMS_FILE` and
+        :data:`LENGTHS_FILE` (every unit's terms as vocabulary ids). The BM25 matrix is not
+        written: :meth:`load` re-indexes the terms, so a loaded index can still be updated."""
         folder = FsPath(folder)
         folder.mkdir(parents=True, exist_ok=True)
         vocab: dict[str, int] = {}
@@ -265,26 +270,36 @@ class LexicalIndex:
         lengths: list[int] = []
         pages = []
         for doc_id, (paths, terms) in self._pages.items():
-            pages.append({"id": doc_id, "paths": [encode_paths(p) for p in paths]})
+            encoded = [encode_paths(p) for p in paths]
+            pages.append({"id": doc_id, "version": self.versions.get(doc_id), "paths": encoded})
             for unit in terms:
                 lengths.append(len(unit))
                 ids.extend(vocab.setdefault(t, len(vocab)) for t in unit)
         meta = {"format": _FORMAT, "settings": self.settings.__dict__, "vocab": list(vocab), "pages": pages}
-        (folder / "lexical.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        np.save(folder / "terms.npy", np.asarray(ids, dtype=np.int32))
-        np.save(folder / "lengths.npy", np.asarray(lengths, dtype=np.int32))
+        text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+        (folder / INDEX_FILE).write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
+        np.save(folder / TERMS_FILE, _narrow(ids))
+        np.save(folder / LENGTHS_FILE, _narrow(lengths))
 
     @classmethod
     def load(cls, folder: str | FsPath) -> LexicalIndex:
-        """The index :meth:`save` wrote to ``folder``."""
+        """The index :meth:`save` wrote to ``folder``. Raises ``OSError`` or ``ValueError`` when
+        the files are missing or are not what :meth:`save` writes."""
         folder = FsPath(folder)
-        meta = json.loads((folder / "lexical.json").read_text(encoding="utf-8"))
-        if meta.get("format") != _FORMAT:
+        try:
+            return cls._read(folder)
+        except (EOFError, zlib.error, KeyError, IndexError, TypeError, AttributeError) as err:
+            raise ValueError(f"{folder}: not a lexical index ({type(err).__name__}: {err})") from None
+
+    @classmethod
+    def _read(cls, folder: FsPath) -> LexicalIndex:
+        meta = json.loads(gzip.decompress((folder / INDEX_FILE).read_bytes()))
+        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
             raise ValueError(f"{folder}: not a lexical index of format {_FORMAT}")
         index = cls(**meta["settings"])
         vocab: list[str] = meta["vocab"]
-        words = [vocab[t] for t in np.load(folder / "terms.npy").tolist()]
-        lengths = np.load(folder / "lengths.npy").tolist()
+        words = [vocab[t] for t in np.load(folder / TERMS_FILE).tolist()]
+        lengths = np.load(folder / LENGTHS_FILE).tolist()
         row = start = 0
         for page in meta["pages"]:
             paths = [decode_paths(p) for p in page["paths"]]
@@ -293,8 +308,20 @@ class LexicalIndex:
                 terms.append(words[start : start + n])
                 start += n
             row += len(paths)
+            if len(terms) != len(paths) or start > len(words):
+                raise ValueError(f"{folder}: the terms do not match the pages")
             index._pages[page["id"]] = (paths, terms)
+            index.versions[page["id"]] = page.get("version")
+        if start != len(words) or row != len(lengths):
+            raise ValueError(f"{folder}: the terms do not match the pages")
         return index
+
+
+def _narrow(values: list[int]) -> np.ndarray:
+    """``values`` (non-negative) as the narrowest unsigned array that holds them."""
+    top = max(values, default=0)
+    dtype = np.uint16 if top <= np.iinfo(np.uint16).max else np.uint32
+    return np.asarray(values, dtype=dtype)
 
 
 class Lexicon:
@@ -306,6 +333,9 @@ class Lexicon:
     indexed again and pages gone are removed; :meth:`forget` marks one page for indexing again
     (a write that keeps no version). Hits of a lagging index are checked against the pages as read
     by the query pipeline, so a lag costs recall for a moment, never a wrong citation.
+
+    :meth:`save` writes the index beside a store's other files and :meth:`restore` reads it back,
+    so a reopened store re-indexes only the pages that changed since (no page parsed otherwise).
     """
 
     def __init__(
@@ -322,7 +352,6 @@ class Lexicon:
         self.policy = policy
         self.refresh_s = refresh_s
         self.index = LexicalIndex(language=language)
-        self._seen: dict[str, str | None] = {}
         self._stale: set[str] = set()
         self._checked = -float("inf")
         self._lock = threading.Lock()
@@ -333,27 +362,38 @@ class Lexicon:
             self._stale.add(doc_id)
             self._checked = -float("inf")
 
-    def _sync(self) -> None:
-        now = time.monotonic()
-        if now - self._checked < self.refresh_s:
+    def _sync(self, *, now: bool = False) -> None:
+        if not now and time.monotonic() - self._checked < self.refresh_s:
             return
         versions = dict(self.versions())
-        for doc_id in list(self._seen):
-            if doc_id not in versions:
-                self.index.remove_page(doc_id)
-                del self._seen[doc_id]
+        indexed = self.index.versions
+        for doc_id in [d for d in indexed if d not in versions]:
+            self.index.remove_page(doc_id)
         for doc_id, version in versions.items():
-            if doc_id in self._seen and self._seen[doc_id] == version and doc_id not in self._stale:
+            if doc_id in indexed and indexed[doc_id] == version and doc_id not in self._stale:
                 continue
             try:
                 doc = self.pages(doc_id)
             except SpireError:  # unreadable or gone meanwhile: its units are not searched
                 self.index.remove_page(doc_id)
                 continue
-            self.index.add_page(doc_id, [(paths, text) for _, paths, text in sentence_units(doc, policy=self.policy)])
-            self._seen[doc_id] = version
+            units = [(paths, text) for _, paths, text in sentence_units(doc, policy=self.policy)]
+            self.index.add_page(doc_id, units, version=version)
         self._stale.clear()
         self._checked = time.monotonic()
+
+    def save(self, folder: str | FsPath) -> None:
+        """Bring the index in step with the pages now and write it to ``folder`` (:meth:`LexicalIndex.save`)."""
+        with self._lock:
+            self._sync(now=True)
+            self.index.save(folder)
+
+    def restore(self, index: LexicalIndex) -> None:
+        """Start from ``index`` (e.g. :meth:`LexicalIndex.load` of what :meth:`save` wrote): the
+        next search indexes only the pages whose version differs from the one it was saved at."""
+        with self._lock:
+            self.index = index
+            self._checked = -float("inf")
 
     def hits(self, query: str, n: int) -> list[Hit]:
         """The ``n`` best sentence hits of ``query`` over the corpus (:meth:`LexicalIndex.hits`)."""
@@ -368,19 +408,6 @@ def sentence_units(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown
     (its words under its global context)."""
     doc_id = doc.doc_id or ""
     return [(doc_id, s.paths, s.text) for s in seeds(doc, policy=policy, fmt=fmt, unit="sentence")]
-
-
-def sentence_text(doc: Document, paths: frozenset[Path], *, policy: Policy = HTML, fmt: Fmt = "markdown") -> str:
-    """A sentence's own rendering with its global context (what :func:`sentence_units` indexes),
-    memoised per page with what :func:`~spire_core.query.aggregate.aggregate` renders. Raises
-    :class:`~spire_core.errors.UnknownPathError` for paths the page does not have."""
-    _, frozen = seed_indices(doc, paths)
-    memo = _OWN(doc)
-    key = (policy, fmt, frozen)
-    text = memo.get(key)
-    if text is None:
-        text = memo[key] = render_indices(doc, own_context(doc, policy, frozen), fmt=fmt)
-    return text
 
 
 # -- fusion ----------------------------------------------------------------------------------
@@ -446,45 +473,6 @@ def fused_search(
         if n > asked:
             asked = max(n, pool)
             fused = rrf([dense(asked), lexical(lexical_pool)], k=k, weights=weights, shared_ties=[shared_ties, False])
-        return fused[:n]
-
-    return run
-
-
-def member_search(
-    dense: Search,
-    query: str,
-    documents: Documents,
-    *,
-    pool: int = 256,
-    members: int = 128,
-    language: str = DEFAULT_LANGUAGE,
-    policy: Policy = HTML,
-    fmt: Fmt = "markdown",
-    k: float = DEFAULT_RRF_K,
-    weights: tuple[float, float] = (1.0, 1.0),
-    shared_ties: bool = False,
-) -> Search:
-    """Like :func:`fused_search` without a corpus index: the first ``members`` sentences of
-    the dense ranking (the members of its best passages) are scored by BM25 among themselves
-    (:func:`sentence_text`, statistics of that pool) and that ranking is fused with the dense one."""
-    get = document_lookup(documents)
-    fused: list[Hit] = []
-    asked = 0
-
-    def run(n: int) -> list[Hit]:
-        nonlocal fused, asked
-        if n > asked:
-            asked = max(n, pool)
-            ranked = list(dense(asked))
-            units: list[LexicalUnit] = []
-            for h in ranked[:members]:
-                try:
-                    units.append((h.doc_id, h.paths, sentence_text(get(h.doc_id), h.paths, policy=policy, fmt=fmt)))
-                except UnknownPathError:
-                    continue  # aggregation logs and skips it
-            lexical = LexicalIndex.build(units, language=language).hits(query, len(units)) if units else []
-            fused = rrf([ranked, lexical], k=k, weights=weights, shared_ties=[shared_ties, False])
         return fused[:n]
 
     return run

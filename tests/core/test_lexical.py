@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -12,10 +11,9 @@ from spire_core import Document, Hit, aggregate, approx_tokens, parse_html, sent
 from spire_core.indexing.passages import PassageHit, passages, sentence_search
 from spire_core.query.lexical import (
     LexicalIndex,
+    Lexicon,
     fused_search,
-    member_search,
     rrf,
-    sentence_text,
     sentence_units,
     tokenizer,
 )
@@ -110,6 +108,43 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
         )
 
 
+def test_a_saved_lexicon_indexes_again_only_the_pages_that_changed(tmp_path: Path) -> None:
+    pages = {"postgresql-wal.html": _page("postgresql-wal.html"), "python-json.html": _page("python-json.html")}
+    versions = {"postgresql-wal.html": "v1", "python-json.html": "v1"}
+    parsed: list[str] = []
+
+    def read(doc_id: str) -> Document:
+        parsed.append(doc_id)
+        return pages[doc_id]
+
+    lexicon = Lexicon(lambda: versions, read)
+    lexicon.save(tmp_path)  # brought in step first: both pages parsed once
+    assert sorted(parsed) == sorted(pages)
+    saved = LexicalIndex.load(tmp_path)
+    assert saved.versions == versions
+
+    parsed.clear()
+    reopened = Lexicon(lambda: versions, read)
+    reopened.restore(saved)
+    query = "What is the valid range of checkpoint_timeout?"
+    assert reopened.hits(query, 5) == lexicon.hits(query, 5) and parsed == []  # nothing parsed again
+
+    pages["python-json.html"] = _manual()
+    versions["python-json.html"] = "v2"
+    gone = Lexicon(lambda: versions, read)
+    gone.restore(LexicalIndex.load(tmp_path))
+    hits = gone.hits("frobnicator traces", 3)
+    assert parsed == ["python-json.html"]  # only the changed page
+    assert hits and hits[0].doc_id == "python-json.html"
+
+
+def test_a_damaged_saved_index_is_refused(tmp_path: Path) -> None:
+    LexicalIndex.build(sentence_units(_manual())).save(tmp_path)
+    (tmp_path / "lexical-lengths.npy").write_bytes(b"garbage")
+    with pytest.raises(ValueError):
+        LexicalIndex.load(tmp_path)
+
+
 def test_replacing_a_page_matches_a_fresh_build() -> None:
     wal, js = _page("postgresql-wal.html"), _page("python-json.html")
     index = LexicalIndex.build(sentence_units(wal) + sentence_units(js))
@@ -153,7 +188,8 @@ def test_fusion_keeps_sentence_path_sets_and_lifts_the_named_sentence() -> None:
     fused = search(32)
     members = {s.paths for s in sentences(doc)}
     assert fused and all(h.doc_id == "manual" and h.paths in members for h in fused)
-    assert "frobnicator" in sentence_text(doc, fused[0].paths)
+    text = {paths: t for _, paths, t in sentence_units(doc)}
+    assert "frobnicator" in text[fused[0].paths]
     assert search(4) == fused[:4]  # every round reads a prefix of one ranking
     results = aggregate(search, documents={"manual": doc}, budget=200, size=approx_tokens)
     for r in results:
@@ -161,18 +197,3 @@ def test_fusion_keeps_sentence_path_sets_and_lifts_the_named_sentence() -> None:
             assert c.paths in members
             own = next(s.text for s in sentences(doc) if s.paths == c.paths)
             assert " ".join(own.split()) in " ".join(c.text.split())
-
-
-def test_member_search_rescores_only_the_dense_pool() -> None:
-    doc = _page("postgresql-wal.html")
-    query = "What is the valid range of checkpoint_timeout?"
-    _, dense = _dense(doc, query)
-    n = len(dense)
-    search = member_search(lambda k: dense[:k], query, {"postgresql-wal.html": doc}, pool=n, members=n)
-    fused = search(n)
-    assert {h.paths for h in fused} == {h.paths for h in dense}  # the same sentences, reordered
-
-    def place(hits: Sequence[Hit]) -> int:
-        return next(i for i, h in enumerate(hits) if "30 seconds and one day" in sentence_text(doc, h.paths))
-
-    assert place(fused) < place(dense)  # the sentence naming the question's words rises

@@ -319,3 +319,32 @@ def test_an_interrupted_index_run_resumes_after_its_last_batch(
     code, out, _ = run(capsys, "index", pages, "--store", store, "--batch-pages", "1", "-q")
     assert code == 0 and "2 added, 0 updated, 1 unchanged" in out
     assert read_manifest(store)["complete"] is True
+
+
+def test_the_store_saves_its_bm25_index_in_step_with_its_pages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spire_llamaindex._source import SourceDocuments
+    from spire_llamaindex.store import load_store
+
+    pages = _hash_pages(tmp_path, monkeypatch, 3)
+    store = tmp_path / "store"
+    assert run(capsys, "index", pages, "--store", store, "-q")[0] == 0
+    opened = load_store(store)
+    assert opened.lexical is not None and sorted(opened.lexical.pages) == ["p0.html", "p1.html", "p2.html"]
+    parsed: list[str] = []
+    read = SourceDocuments.__call__
+    monkeypatch.setattr(
+        SourceDocuments, "__call__", lambda self, d, *a, **k: parsed.append(d) or read(self, d, *a, **k)
+    )
+    lexicon = opened.retriever().lexicon
+    assert lexicon is not None
+    hits = lexicon.hits("Which fact is 1?", 1)
+    assert parsed == [] and hits[0].doc_id == "p1.html"  # searched by words without parsing a page
+
+    (pages / "p1.html").write_text("<h1>Page 1</h1><p>The turbine spins fast.</p>", encoding="utf-8")
+    assert run(capsys, "index", pages, "--store", store, "-q")[0] == 0
+    opened = load_store(store)
+    assert opened.lexical is not None and opened.lexical.hits("turbine", 1)[0].doc_id == "p1.html"
+    nodes = opened.retriever().retrieve("What does the turbine do?")
+    assert "The turbine spins fast." in nodes[0].get_content()
