@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from spire_core.query.table_views import question_shape
 from spire_runtime.model import PRECISIONS
 
 from .baselines import Baseline
 from .embedding_cache import DEFAULT_ROOT, Embedder, EmbeddingCache, SentenceTransformerEmbedder
+from .shapes import question_shape
 from .systems import (
     SYSTEMS,
     ConfigError,

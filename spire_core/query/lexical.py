@@ -12,8 +12,9 @@ unchanged.
 **Tokenizer** (:func:`tokenizer`): the text is NFKC-normalised and case-folded, words are the
 runs of Unicode word characters (``\\w+``: letters of any script, digits, ``_``, so
 ``checkpoint_timeout`` stays one word and ``Größe`` or ``élève`` stay whole), the language's
-stop words are dropped (bm25s's lists, chosen by the same language code; a language without
-a list keeps every word) and the rest are stemmed by the language's Snowball stemmer. The
+stop words are dropped (bm25s's lists, chosen by the same language code through
+:func:`spire_core.reading.language.stop_words`, where the table views take theirs; a language
+without a list keeps every word) and the rest are stemmed by the language's Snowball stemmer. The
 language is a PyStemmer name or ISO code (``"english"``, ``"fr"``, ``"german"``, ...;
 :func:`languages`). Nothing in it is specific to English but the default.
 
@@ -37,7 +38,6 @@ import unicodedata
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -50,6 +50,7 @@ from spire_core.errors import SpireError
 from spire_core.indexing.units import seeds
 from spire_core.options import Fmt
 from spire_core.query.aggregate import Hit, Search
+from spire_core.reading.language import stop_words
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -86,17 +87,6 @@ def languages() -> tuple[str, ...]:
     return tuple(Stemmer.algorithms())
 
 
-@cache
-def _stop_words(language: str) -> frozenset[str]:
-    """bm25s's stop-word list for ``language`` (a name or code), empty when it has none."""
-    from bm25s.tokenization import _infer_stopwords
-
-    try:
-        return frozenset(_infer_stopwords(language))
-    except ValueError:
-        return frozenset()
-
-
 def tokenizer(
     language: str = DEFAULT_LANGUAGE, *, stem: bool = True, stopwords: bool = True
 ) -> Callable[[str], list[str]]:
@@ -110,7 +100,7 @@ def tokenizer(
     import Stemmer
 
     word = re.compile(r"\w+")
-    stop = _stop_words(language.lower()) if stopwords else frozenset()
+    stop = stop_words(language) if stopwords else frozenset()
     stemmer = Stemmer.Stemmer(language.lower()) if stem else None
 
     def tokenize(text: str) -> list[str]:

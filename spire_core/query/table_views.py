@@ -9,8 +9,8 @@ data tables of the result pages it delivers *views*: the table's columns that ma
 key column, the columns the question names, the columns of admitted cells; the others
 while they fit) for the rows that matter (the admitted rows and the row holding the
 question's rarest words, their neighbours, the first and last rows, the extremes of a
-named numeric column, then the rows the question's shape points at, then the rest), as
-many as fit the views' share of the budget. Lower-ranked seeds make room for them when
+numeric column the question names, then the rest, nearest those rows and the ends first),
+as many as fit the views' share of the budget. Lower-ranked seeds make room for them when
 the budget is full, the lowest-scored first (a passage's members, which share its score,
 from its last admitted). A view of a table the question does not name (by a column label)
 never displaces a better-scored citation of another page: on a large corpus, a table the
@@ -22,7 +22,7 @@ label everywhere) over the one holding the row the question names ("the film aft
 <title>", "the team coached by <name>"). So the tables are ranked by
 what the question names in them, weighted by rarity among the candidate tables
 (:class:`_Lexicon`): its column labels, caption and headings, plus its best row (whole
-words, those naming the table or its columns left out), then whether seeds were admitted
+stems, those naming the table or its columns left out), then whether seeds were admitted
 in it and their score. A table without admitted seeds competes only when the question
 names one of its column labels or, if the ranking admitted table cells at all, two words
 of one of its rows; so a prose question does not lose its sentences to tables that merely
@@ -32,10 +32,18 @@ Every delivered cell is a path set of the page (the cell's subtree), the view is
 by :func:`spire_core.document.render` as a Markdown table under its labels, and it becomes one
 more citation of its page.
 
-The question's *shape* (:func:`question_shape`) comes from generic words only: ``next`` /
-``previous`` (after, before, following, preceding, above, below), ``first`` / ``last``
-(earliest, latest, final), ``most`` / ``least`` (superlatives such as highest, lowest,
-largest, smallest), else ``none``.
+No word of the question decides which rows a view shows: there is no list of "first",
+"after" or "highest" in any language. Every view holds what a positional or superlative
+question needs, as far as it fits (:func:`_row_order`). The question's words only name
+things: a table's columns, caption and headings, a row. They are matched as the words of
+the table's page are, by the page's language (:attr:`Document.language
+<spire_core.document.tree.Document.language>`, English when undeclared): its stop words left
+out and the rest stemmed by its Snowball stemmer, from where the lexical index takes its own
+(:func:`spire_core.reading.language.stop_words`, NLTK's full list;
+:func:`~spire_core.reading.language.stem_words`). Rows are matched by whole stems, labels and
+a table's names also by a stem beginning the other (:func:`_naming`).
+Numbers are read in either decimal convention, a column's own deciding what its ambiguous
+cells mean (:func:`_column_numbers`: ``1,5`` is one and a half).
 """
 
 from __future__ import annotations
@@ -44,7 +52,6 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
 
 from spire_core.context import HTML, Policy
 from spire_core.context.headers import headings
@@ -56,183 +63,38 @@ from spire_core.errors import BudgetError
 from spire_core.options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
 from spire_core.query.aggregate import Subdocument, document_lookup, own_context, seed_indices
 from spire_core.query.citation import Citation
+from spire_core.reading.language import stem_words, stop_words
 from spire_core.size import SizeFn, approx_tokens
 
-Shape = Literal["first", "last", "next", "previous", "most", "least", "none"]
 #: Tokens under which what is left of the views' share is not spent on another table.
 MIN_VIEW = 40
-#: Every question shape, in the order :func:`question_shape` tries them.
-SHAPES: tuple[Shape, ...] = ("next", "previous", "first", "last", "most", "least", "none")
-
-_WORDS: dict[Shape, frozenset[str]] = {
-    "next": frozenset({"next", "after", "following", "below", "subsequent", "succeeding", "behind"}),
-    "previous": frozenset({"previous", "before", "preceding", "prior", "above", "ahead"}),
-    "first": frozenset({"first", "1st", "earliest", "initial", "opening", "top"}),
-    "last": frozenset({"last", "final", "latest", "bottom", "recent"}),
-    "most": frozenset(
-        {
-            "most",
-            "highest",
-            "largest",
-            "biggest",
-            "greatest",
-            "longest",
-            "oldest",
-            "fastest",
-            "heaviest",
-            "tallest",
-            "maximum",
-            "max",
-            "best",
-            "more",
-            "higher",
-            "larger",
-            "longer",
-            "older",
-        }
-    ),
-    "least": frozenset(
-        {
-            "least",
-            "lowest",
-            "smallest",
-            "fewest",
-            "shortest",
-            "youngest",
-            "slowest",
-            "lightest",
-            "minimum",
-            "min",
-            "worst",
-            "less",
-            "fewer",
-            "lower",
-            "smaller",
-            "shorter",
-            "younger",
-        }
-    ),
-}
 _TOKEN = re.compile(r"\w+")
-#: words that name no column (question words, articles, the shape words themselves)
-_STOP = frozenset(
-    {
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "how",
-        "many",
-        "much",
-        "the",
-        "and",
-        "was",
-        "were",
-        "is",
-        "are",
-        "did",
-        "does",
-        "for",
-        "from",
-        "with",
-        "that",
-        "this",
-        "than",
-        "their",
-        "there",
-        "listed",
-        "list",
-        "name",
-        "number",
-        "chart",
-        "table",
-        "only",
-        "other",
-        "same",
-        # function words
-        "a",
-        "an",
-        "of",
-        "in",
-        "on",
-        "at",
-        "by",
-        "to",
-        "as",
-        "or",
-        "be",
-        "been",
-        "has",
-        "have",
-        "had",
-        "do",
-        "it",
-        "its",
-        "me",
-        "my",
-        "we",
-        "our",
-        "you",
-        "your",
-        "he",
-        "she",
-        "him",
-        "her",
-        "his",
-        "they",
-        "them",
-        "tell",
-        "give",
-        "got",
-        "get",
-        "into",
-        "these",
-        "those",
-        "then",
-        "any",
-        "all",
-        "each",
-        "not",
-        "but",
-        "if",
-        "so",
-        "also",
-    }
-).union(*_WORDS.values())
 
 
-def question_shape(question: str) -> Shape:
-    """The shape of ``question``: which rows of a table it points at (see the module docstring)."""
-    words = [w.casefold() for w in _TOKEN.findall(question)]
-    for i, w in enumerate(words):  # "most recent" is the last one, not the largest
-        if w == "most" and i + 1 < len(words) and words[i + 1] == "recent":
-            words[i] = "last"
-    present = set(words)
-    for shape in SHAPES[:-1]:
-        if present & _WORDS[shape]:
-            return shape
-    return "none"
+def _terms(text: str, language: str | None) -> frozenset[str]:
+    """The words of ``text`` that may name something (a column, a table, a row), as matched:
+    casefolded, ``language``'s stop words (:func:`~spire_core.reading.language.stop_words`,
+    the full list) and one-letter words but digits left out ("number 9" names a row),
+    Snowball-stemmed ("scores" names "Score", "Inseln" names "Insel")."""
+    stop = stop_words(language, full=True)
+    words = [w for w in _TOKEN.findall(text.casefold()) if (len(w) > 1 or w.isdigit()) and w not in stop]
+    return frozenset(stem_words(words, language))
 
 
-def _stem(word: str) -> str:
-    return word[:5] if len(word) >= 4 else word
+#: Characters the shorter of two stems needs for one beginning the other to name it.
+MIN_PREFIX = 4
 
 
-def _terms(text: str) -> set[str]:
-    """Stems of the words of ``text`` that may name a column (labels are matched loosely: "scored", "Scorers")."""
-    return {_stem(w) for w in _words(text)}
+def _naming(terms: frozenset[str], names: frozenset[str]) -> frozenset[str]:
+    """The ``terms`` (a question's) that name one of ``names`` (a table's labels, caption, headings):
+    the same stem, or one beginning the other with at least :data:`MIN_PREFIX` characters (a
+    verb names its noun: "weighed" names "Weight", "scored" names "Scorers"; stems "weigh",
+    "weight"). Rows are matched by whole stems."""
+    return frozenset(t for t in terms if t in names or (len(t) >= MIN_PREFIX and any(_prefixed(t, n) for n in names)))
 
 
-def _words(text: str) -> set[str]:
-    """The casefolded words of ``text`` that may name something, a plural ``s`` dropped (rows are matched so)."""
-    return {_singular(w) for w in (w.casefold() for w in _TOKEN.findall(text)) if w not in _STOP and len(w) > 1}
-
-
-def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+def _prefixed(a: str, b: str) -> bool:
+    return len(b) >= MIN_PREFIX and (a.startswith(b) or b.startswith(a))
 
 
 @dataclass(frozen=True)
@@ -274,8 +136,6 @@ def table_views(
         raise ValueError(f"share must be in (0, 1], not {share}")
     get = document_lookup(documents)
     docs = {r.doc_id: get(r.doc_id) for r in results}
-    shape = question_shape(question)
-    terms = _terms(question)
     views: dict[str, list[Citation]] = {}
     renderings = _Renderings(results, docs, size, policy, fmt)
     left = int(share * budget)
@@ -289,7 +149,7 @@ def table_views(
         room = min(left, _room(results, views, None if named else t, budget, renderings))
         if room < MIN_VIEW:
             continue  # what outranks the table on other pages fills the budget
-        cells, text = _view_cells(doc, grid(doc, t.table), t.cells, shape, terms, lexicon, room, size, policy, fmt)
+        cells, text = _view_cells(doc, grid(doc, t.table), t.cells, lexicon, room, size, policy, fmt)
         paths = doc.to_paths(_subtrees(doc, cells))
         views.setdefault(t.doc_id, []).append(Citation(t.doc_id, paths, text, t.score))
         left -= size(text)
@@ -439,18 +299,20 @@ class _Lexicon:
     """The question's words as they fall in the candidate tables, weighted by rarity.
 
     A row word weighs ``log(1 + N / n)``: ``n`` of the candidate tables' ``N`` body rows
-    hold it (words are matched whole, a plural ``s`` aside). Words of a table's page title,
+    hold it (words are matched whole, by their stems: :func:`_terms`; the question's are
+    read in each table's page language). Words of a table's page title,
     headings and caption name the table, not a row, so they do not count in its rows; nor
     do the words of its column labels (they name columns). A table's own words (its labels,
-    caption, headings and title, matched by stem) weigh ``log(1 + M / m)``: ``m`` of the
+    caption, headings and title) weigh ``log(1 + M / m)``: ``m`` of the
     ``M`` candidate tables have them.
     """
 
     def __init__(self, question: str, tables: Sequence[tuple[Document, int]]) -> None:
-        terms, words = _terms(question), _words(question)
-        self._rows: dict[tuple[int, int], list[set[str]]] = {}
-        self._labels: dict[tuple[int, int], set[str]] = {}
-        self._names: dict[tuple[int, int], set[str]] = {}
+        self._question = question
+        self._terms: dict[str | None, frozenset[str]] = {}
+        self._rows: dict[tuple[int, int], list[frozenset[str]]] = {}
+        self._labels: dict[tuple[int, int], frozenset[str]] = {}
+        self._names: dict[tuple[int, int], frozenset[str]] = {}
         row_count: dict[str, int] = {}
         name_count: dict[str, int] = {}
         n_rows = 0
@@ -458,10 +320,11 @@ class _Lexicon:
             key = (id(doc), table)
             if key in self._rows:
                 continue
+            terms = self.question_terms(doc)
             label_terms, context_terms = _table_terms(doc, table)
-            labels = terms & label_terms
-            names = labels | (terms & context_terms)
-            rows = [{w for w in row & words if _stem(w) not in names} for row in _row_terms(doc, table)]
+            labels = _naming(terms, label_terms)
+            names = labels | _naming(terms, context_terms)
+            rows = [(row & terms) - names for row in _row_terms(doc, table)]
             self._rows[key], self._labels[key], self._names[key] = rows, labels, names
             n_rows += len(rows)
             for row in rows:
@@ -472,6 +335,13 @@ class _Lexicon:
         n_tables = len(self._rows)
         self._row_idf = {w: math.log(1 + n_rows / n) for w, n in row_count.items()}
         self._name_idf = {w: math.log(1 + n_tables / n) for w, n in name_count.items()}
+
+    def question_terms(self, doc: Document) -> frozenset[str]:
+        """The question's :func:`_terms` in the language of ``doc`` (the question is taken to be in its pages')."""
+        got = self._terms.get(doc.language)
+        if got is None:
+            got = self._terms[doc.language] = _terms(self._question, doc.language)
+        return got
 
     def row_weights(self, doc: Document, table: int) -> list[float]:
         """The weight of each body row of ``table`` (in order): the question's words it holds."""
@@ -499,16 +369,16 @@ def _body(g: Grid) -> list[int]:
 
 
 #: table element -> the words of each of its body rows
-_ROW_TERMS: Memo[dict[int, list[set[str]]]] = Memo(lambda doc: {})
+_ROW_TERMS: Memo[dict[int, list[frozenset[str]]]] = Memo(lambda doc: {})
 
 
-def _row_terms(doc: Document, table: int) -> list[set[str]]:
-    """The (memoised) words of each body row of ``table``, in order."""
+def _row_terms(doc: Document, table: int) -> list[frozenset[str]]:
+    """The (memoised) :func:`_terms` of each body row of ``table``, in order."""
     memo = _ROW_TERMS(doc)
     rows = memo.get(table)
     if rows is None:
         g = grid(doc, table)
-        rows = memo[table] = [_words(_row_text(doc, g, r)) for r in _body(g)]
+        rows = memo[table] = [_terms(_row_text(doc, g, r), doc.language) for r in _body(g)]
     return rows
 
 
@@ -528,23 +398,23 @@ def _table_terms(doc: Document, table: int) -> tuple[frozenset[str], frozenset[s
     terms = memo.get(table)
     if terms is None:
         g = grid(doc, table)
-        terms = memo[table] = (frozenset(_label_terms(doc, g)), frozenset(_context_terms(doc, g)))
+        terms = memo[table] = (_label_terms(doc, g), _context_terms(doc, g))
     return terms
 
 
-def _label_terms(doc: Document, g: Grid) -> set[str]:
+def _label_terms(doc: Document, g: Grid) -> frozenset[str]:
     """Words of the table's column labels (its header rows)."""
     cells = dict.fromkeys(g.at[(r, col)] for r in g.header_order for col in range(g.width) if (r, col) in g.at)
-    return _terms(" ".join(doc.subtree_text(c) for c in cells))
+    return _terms(" ".join(doc.subtree_text(c) for c in cells), doc.language)
 
 
-def _context_terms(doc: Document, g: Grid) -> set[str]:
+def _context_terms(doc: Document, g: Grid) -> frozenset[str]:
     """Words of the page title, the headings over the table and its caption: they name the table, not a row."""
     parts = [doc.title or ""]
     parts += [doc.subtree_text(h) for h in headings(doc).chain(g.table)]
     if g.caption is not None:
         parts.append(doc.subtree_text(g.caption))
-    return _terms(" ".join(parts))
+    return _terms(" ".join(parts), doc.language)
 
 
 def _is_data(doc: Document, table: int, min_rows: int) -> bool:
@@ -616,36 +486,96 @@ def _key_column(doc: Document, g: Grid) -> int:
     return 0
 
 
-def _named_columns(doc: Document, g: Grid, terms: set[str]) -> list[int]:
+def _named_columns(doc: Document, g: Grid, terms: frozenset[str]) -> list[int]:
     """Columns whose header labels share a word with the question."""
     named = []
     for col in range(g.width):
         label = " ".join(doc.subtree_text(g.at[(r, col)]) for r in g.header_order if (r, col) in g.at)
-        if terms & _terms(label):
+        if _naming(terms, _terms(label, doc.language)):
             named.append(col)
     return named
 
 
-_NUMBER = re.compile(r"-?\d[\d,]*(?::\d+)*(?:\.\d+)?")
+#: a number: digits, separated by decimal marks, digit-group separators or ``:`` (``h:mm:ss``)
+_NUMBER = re.compile(r"[-\u2212]?\d+(?:[,.:\u00a0\u202f']\d+)*")
+#: what only ever separates digit groups (no-break spaces, the Swiss apostrophe)
+_GROUP_ONLY = re.compile("[\u00a0\u202f']")
 
 
-def _number(text: str) -> float | None:
-    """The first number in ``text``: thousands separators dropped, ``h:mm:ss`` read as one quantity."""
+def _parts(text: str) -> tuple[float, list[str]] | None:
+    """The sign and the ``:``-separated parts (digits and ``,``/``.`` marks) of the first number in ``text``."""
     m = _NUMBER.search(text)
     if m is None:
         return None
+    token = _GROUP_ONLY.sub("", m.group())
+    sign = -1.0 if token[0] in "-\u2212" else 1.0
+    return sign, token.lstrip("-\u2212").split(":")
+
+
+def _decimal_mark(part: str) -> str | None:
+    """The decimal mark ``part`` shows (``,`` or ``.``), None when it may be either or has none.
+
+    ``1.234,5`` and ``1,5`` show ``,``; ``1,234.5`` and ``3.25`` show ``.``; ``1.234.567`` (groups of
+    three) shows ``,`` and ``1,234,567`` shows ``.``; ``1,500`` or ``1.500`` shows nothing.
+    """
+    marks = [ch for ch in part if ch in ",."]
+    if not marks:
+        return None
+    if len(set(marks)) == 2:
+        return marks[-1] if marks.count(marks[-1]) == 1 else None
+    mark = marks[0]
+    groups = part.split(mark)
+    if len(groups) > 2:
+        grouped = 1 <= len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:])
+        return ("." if mark == "," else ",") if grouped else None
+    return mark if len(groups[1]) != 3 else None
+
+
+def _read(part: str, decimal: str) -> float:
+    """``part`` (digits and marks) read with ``decimal`` as its decimal mark, the other mark separating groups."""
+    if part.count(decimal) > 1:  # no decimal mark in this convention: a date, a version
+        return float("".join(ch for ch in part if ch.isdigit()))
+    return float(part.replace("," if decimal == "." else ".", "").replace(decimal, "."))
+
+
+def _number(text: str, decimal: str | None = None) -> float | None:
+    """The first number in ``text``: ``h:mm:ss`` read as one quantity (in seconds), its marks read
+    with ``decimal`` as the decimal mark (``,`` or ``.``), else with the one the number shows
+    (:func:`_decimal_mark`: ``1,5`` is one and a half, ``1.234,5`` and ``1,234.5`` the same
+    quantity), else with ``.`` (``1,500`` is fifteen hundred, ``1.500`` one and a half)."""
+    got = _parts(text)
+    if got is None:
+        return None
+    sign, parts = got
     value = 0.0
-    for part in m.group().replace(",", "").split(":"):
-        value = value * 60 + float(part)
-    return value
+    for part in parts:
+        value = value * 60 + _read(part, decimal or _decimal_mark(part) or ".")
+    return sign * value
+
+
+def _column_numbers(texts: Iterable[str]) -> list[float | None]:
+    """The numbers of a column's cells (:func:`_number`), read with the column's decimal mark:
+    the one its cells show most (``1,5``, ``2,25`` and ``1,500`` are all below three in a column
+    of decimal commas); where they show none or as many of each, every cell reads its own."""
+    texts = list(texts)
+    votes = {",": 0, ".": 0}
+    for text in texts:
+        got = _parts(text)
+        for part in got[1] if got else ():
+            mark = _decimal_mark(part)
+            if mark is not None:
+                votes[mark] += 1
+    decimal = None if votes[","] == votes["."] else max(votes, key=lambda m: votes[m])
+    return [_number(text, decimal) for text in texts]
 
 
 def _extreme_rows(doc: Document, g: Grid, body: list[int], cols: Iterable[int]) -> set[int]:
     """The rows holding the largest and the smallest number of each column that is mostly numbers."""
     out: set[int] = set()
     for col in cols:
-        values = {r: _number(doc.subtree_text(g.at[(r, col)])) for r in body if (r, col) in g.at}
-        numbers = {r: v for r, v in values.items() if v is not None}
+        rows = [r for r in body if (r, col) in g.at]
+        values = _column_numbers(doc.subtree_text(g.at[(r, col)]) for r in rows)
+        numbers = {r: v for r, v in zip(rows, values, strict=True) if v is not None}
         if numbers and len(numbers) * 2 >= len(body):
             out.add(max(numbers, key=lambda r: numbers[r]))
             out.add(min(numbers, key=lambda r: numbers[r]))
@@ -659,29 +589,29 @@ def _matching_rows(doc: Document, g: Grid, body: list[int], lexicon: _Lexicon) -
     return {r for r, w in zip(body, weights, strict=True) if w == most} if most > 0 else set()
 
 
-def _row_order(body: list[int], admitted: set[int], shape: Shape, extremes: set[int]) -> list[int]:
-    """Body rows, most useful first for a question of ``shape``."""
+def _row_order(body: list[int], admitted: set[int], extremes: set[int]) -> list[int]:
+    """Body rows, most useful first, whatever the question asks of them.
+
+    First the admitted rows (and those holding the question's rarest words); then what a
+    positional or superlative question needs: their neighbours, the first and last rows,
+    the extremes of the named numeric columns; then the rest, nearest one of the anchors
+    (the ends, the admitted rows) first, ties in table order. No word of the question
+    decides the order.
+    """
     if not body:
         return []
     pos = {r: k for k, r in enumerate(body)}
     hits = sorted(pos[r] for r in admitted if r in pos)
     n = len(body)
+    anchors = [0, n - 1, *hits]
 
-    def distance(k: int) -> int:
-        return min((abs(k - h) for h in hits), default=n)
-
-    def key(k: int) -> tuple[int, int]:
+    def key(k: int) -> tuple[int, int, int]:
         if k in hits:
-            return (0, 0)
-        if distance(k) == 1 or k in (0, n - 1) or body[k] in extremes:
-            return (1, k)
-        if shape == "first":
-            return (2, k)
-        if shape == "last":
-            return (2, n - 1 - k)
-        if shape in ("next", "previous"):
-            return (2, distance(k) * n + k)
-        return (2, k)
+            return (0, 0, k)
+        near = min(abs(k - a) for a in anchors)
+        if near <= 1 or body[k] in extremes:
+            return (1, 0, k)
+        return (2, near, k)
 
     return [body[k] for k in sorted(range(n), key=key)]
 
@@ -690,8 +620,6 @@ def _view_cells(
     doc: Document,
     g: Grid,
     admitted: frozenset[int],
-    shape: Shape,
-    terms: set[str],
     lexicon: _Lexicon,
     budget: int,
     size: SizeFn,
@@ -701,9 +629,9 @@ def _view_cells(
     """The cells of the view (priority columns for priority rows, within ``budget``; more columns
     while they fit) and its rendering."""
     body = _body(g)
-    key, named = _key_column(doc, g), _named_columns(doc, g, terms)
-    extremes = _extreme_rows(doc, g, body, [c for c in named if c != key]) if shape in ("most", "least") else set()
-    rows = _row_order(body, {g.cells[c][0] for c in admitted} | _matching_rows(doc, g, body, lexicon), shape, extremes)
+    key, named = _key_column(doc, g), _named_columns(doc, g, lexicon.question_terms(doc))
+    extremes = _extreme_rows(doc, g, body, [c for c in named if c != key])
+    rows = _row_order(body, {g.cells[c][0] for c in admitted} | _matching_rows(doc, g, body, lexicon), extremes)
     first = list(dict.fromkeys([key, *named, *sorted(g.cells[c][1] for c in admitted)]))
     rest = [c for c in range(g.width) if c not in first]
     words = _CELL_WORDS(doc)

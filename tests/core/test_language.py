@@ -1,11 +1,12 @@
-"""The page's declared language chooses Punkt's parameters (issue 38); English is the fallback."""
+"""The page's declared language chooses Punkt's parameters, stop words and stems (issue 38); English is the fallback."""
 
 from __future__ import annotations
 
 import pytest
 
 from spire_core import parse_html, parse_page, sentences
-from spire_core.reading.language import PUNKT_LANGUAGES, primary_subtag, punkt_language
+from spire_core.query.lexical import tokenizer as lexical_tokenizer
+from spire_core.reading.language import PUNKT_LANGUAGES, primary_subtag, punkt_language, stem_words, stop_words
 from spire_core.reading.punkt import languages, tokenizer
 
 GERMAN = "<p>Der Termin ist am 3. Januar im Saal. Vgl. Abschnitt 2 der Anleitung.</p>"
@@ -59,3 +60,30 @@ def test_every_mapped_language_ships_and_loads() -> None:
         assert tokenizer(folder)._params.abbrev_types
     with pytest.raises(ValueError, match="available"):
         tokenizer("klingon")
+
+
+def test_stop_words_and_stems_by_language_code_english_when_undeclared() -> None:
+    """One source of stop words (bm25s's lists) for the lexical index and the table views."""
+    assert stop_words(None) == stop_words("en") == stop_words("english") and "the" in stop_words(None)
+    assert {"welcher", "der", "und"} <= stop_words("de") and "welcher" not in stop_words("en")
+    assert stop_words("fi") == frozenset()  # no list: every word kept
+    # English: Lucene's short list for the lexical index, NLTK's (as for the other languages) on request
+    assert "which" in stop_words("en", full=True) and "which" not in stop_words("en")
+    assert stop_words("de", full=True) == stop_words("de")
+    assert stem_words(["inseln", "punkte"], "de") == ["insel", "punkt"]  # words come casefolded
+    assert stem_words(["islands", "scored"], None) == ["island", "score"]
+    assert stem_words(["ねこ", "cats"], "ja") == ["ねこ", "cats"]  # no stemmer: words kept whole
+    # the lexical tokenizer drops the same words
+    assert lexical_tokenizer("de", stem=False)("Welcher Fahrer und der Rückstand") == ["fahrer", "rückstand"]
+
+
+def test_stemmers_are_per_thread() -> None:
+    import threading
+
+    out: list[list[str]] = []
+    threads = [threading.Thread(target=lambda: out.append(stem_words(["running"] * 50, "en"))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == [["run"] * 50] * 4
