@@ -22,75 +22,10 @@ if TYPE_CHECKING:  # imported on first segmentation, not with spire_core (punkt_
 
 _DATA = FsPath(__file__).parent / "data" / "punkt_tab"
 
-#: Abbreviations (lower case, without the final period) added to NLTK's trained English list.
-#: Technical manuals and encyclopedic pages use these mid-sentence. (Other languages use
-#: NLTK's parameters as trained.)
-EXTRA_ABBREVIATIONS = frozenset(
-    {
-        "dr",
-        "mr",
-        "mrs",
-        "ms",
-        "prof",
-        "sr",
-        "jr",
-        "st",
-        "mt",
-        "ft",
-        "gen",
-        "col",
-        "lt",
-        "sgt",
-        "e.g",
-        "i.e",
-        "etc",
-        "vs",
-        "cf",
-        "al",
-        "approx",
-        "ca",
-        "no",
-        "nos",
-        "vol",
-        "vols",
-        "fig",
-        "figs",
-        "eq",
-        "ed",
-        "eds",
-        "p",
-        "pp",
-        "ch",
-        "sec",
-        "u.s",
-        "u.k",
-        "u.n",
-        "a.m",
-        "p.m",
-        "jan",
-        "feb",
-        "mar",
-        "apr",
-        "jun",
-        "jul",
-        "aug",
-        "sep",
-        "sept",
-        "oct",
-        "nov",
-        "dec",
-        "inc",
-        "ltd",
-        "co",
-        "corp",
-        "dept",
-        "est",
-        "max",
-        "min",
-        "resp",
-        "viz",
-    }
-)
+#: In a language's folder, beside NLTK's trained files: abbreviations (lower case, without the
+#: final period, one per line) that SPIRE adds to the trained ones, e.g. the English ones that
+#: technical manuals and encyclopedic pages use mid-sentence. A language without it adds none.
+EXTRA_ABBREVIATIONS_FILE = "extra_abbrev_types.txt"
 
 
 @lru_cache(maxsize=1)
@@ -138,8 +73,8 @@ def tokenizer(language: str = "english") -> PunktSentenceTokenizer:
         raise ValueError(f"no Punkt parameters for {language!r}; available: {', '.join(languages())}")
     params = punkt.PunktParameters()
     params.abbrev_types = set(_lines(folder / "abbrev_types.txt"))
-    if language == "english":
-        params.abbrev_types |= EXTRA_ABBREVIATIONS
+    if (folder / EXTRA_ABBREVIATIONS_FILE).is_file():
+        params.abbrev_types |= set(_lines(folder / EXTRA_ABBREVIATIONS_FILE))
     params.sent_starters = set(_lines(folder / "sent_starters.txt"))
     params.collocations = {tuple(line.split("\t")[:2]) for line in _lines(folder / "collocations.tab")}
     for line in _lines(folder / "ortho_context.tab"):
