@@ -97,6 +97,36 @@ def build_index(
     return index
 
 
+def load_index(
+    persist_dir: str | Path,
+    *,
+    embed_model: BaseEmbedding | None = None,
+    index_id: str | None = None,
+    parser: SpireNodeParser | None = None,
+) -> VectorStoreIndex:
+    """Reopen a ``VectorStoreIndex`` persisted with ``index.storage_context.persist(persist_dir)``.
+
+    Queries are embedded with ``embed_model``, else ``Settings.embed_model`` when the application set
+    one, else the packaged model (LlamaIndex's ``load_index_from_storage`` would resolve OpenAI's and
+    fail without ``llama-index-embeddings-openai``); pass the model the index was built with.
+    ``parser`` (default :class:`SpireNodeParser`) splits pages inserted later.
+    """
+    from llama_index.core import load_index_from_storage
+
+    folder = Path(persist_dir)
+    if not folder.is_dir():
+        raise SpireError(f"no persisted index at {str(folder)!r} (write one with index.storage_context.persist)")
+    index = load_index_from_storage(
+        StorageContext.from_defaults(persist_dir=str(folder)),
+        index_id=index_id,
+        embed_model=embed_model or settings_embed_model(),
+        transformations=[parser or SpireNodeParser()],
+    )
+    if not isinstance(index, VectorStoreIndex):
+        raise SpireError(f"the index persisted at {str(folder)!r} is a {type(index).__name__}, not a VectorStoreIndex")
+    return index
+
+
 def settings_embed_model() -> BaseEmbedding:
     """``Settings.embed_model`` if the application set one, else the packaged all-MiniLM-L6-v2.
 
