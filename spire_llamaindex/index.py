@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from spire_core import SpireError
 from spire_core.options import OnPageError
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.reading.files import page_files as core_page_files
 from spire_runtime.defaults import DEFAULT_BATCH_PAGES
 
 from ._source import log
@@ -350,8 +351,7 @@ def html_files(folder: str | Path) -> list[Path]:
 
 def page_files(folder: str | Path) -> list[Path]:
     """Every HTML and Markdown page (:data:`PAGE_SUFFIXES`) under ``folder`` (recursively), sorted."""
-    root = Path(folder)
-    return sorted(p for p in root.rglob("*") if p.suffix.lower() in PAGE_SUFFIXES and p.is_file())
+    return core_page_files(folder) if Path(folder).is_dir() else []
 
 
 def read_page(path: str | Path, root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
