@@ -202,15 +202,41 @@ def first_pages(search: Search, pages: int) -> Search:
     return lambda n: _asking_more(n, kept)
 
 
-def _asking_more(n: int, read: Callable[[int], tuple[int, list[T]]]) -> list[T]:
+def _asking_more(
+    n: int, read: Callable[[int], tuple[int, list[T]]], *, first: int | None = None, most: int | None = None
+) -> list[T]:
     """The ``n`` best of ``read(m)`` (``(entries read, entries kept)``), asking for twice as many
-    while entries are dropped, the source may hold more and it is under :data:`OVERFETCH` times ``n``."""
-    m = n
+    (from ``first``, default ``n``) while entries are dropped, the source may hold more and ``m`` is
+    under ``most`` (default :data:`OVERFETCH` times ``n``)."""
+    m = max(first or n, 1)
+    most = OVERFETCH * n if most is None else most
     while True:
         got, kept = read(m)
-        if len(kept) >= n or got < m or m >= OVERFETCH * n:
+        if len(kept) >= n or got < m or m >= most:
             return kept[:n]
         m *= 2
+
+
+#: A post-filtering search looks at this many candidates at most when the store's size is unknown.
+MOST_CANDIDATES = 1 << 20
+
+
+def post_filtered(
+    search: Callable[[int, int], Sequence[T]], total: int | None = None, floor: int = 0
+) -> Callable[[int], Sequence[T]]:
+    """``n -> the n best`` of a store that filters after its search (``search(n, fetch)``: the entries
+    passing the filter among its ``fetch`` nearest, as FAISS's ``fetch_k``), looking at more candidates
+    (from ``max(floor, n)``, doubling) while it gives fewer than ``n`` and has not looked at all
+    ``total`` entries it holds: a filter matching few entries still gets its best ones."""
+    most = MOST_CANDIDATES if total is None else max(total, 1)
+
+    def ranked(n: int) -> Sequence[T]:
+        def read(fetch: int) -> tuple[int, list[T]]:
+            return min(fetch, most), list(search(n, min(fetch, most)))
+
+        return _asking_more(n, read, first=max(floor, n), most=most)
+
+    return ranked
 
 
 class _Try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -30,6 +31,7 @@ from spire_core.pipeline import (
     StoreHit,
     StoreSearch,
     aretrieve,
+    post_filtered,
     retrieve,
     searched_once,
     store_search,
@@ -64,7 +66,13 @@ class SpireRetriever(PageIndexing, BaseRetriever):
 
     ``k`` caps the number of pages returned (the budget then goes to the best ``k``).
     ``invoke(query, k=..., budget=...)`` overrides both per call; other keyword arguments
-    (e.g. ``filter``) go to the vector store's search, after ``search_kwargs``.
+    (e.g. ``filter``) go to the vector store's search, after ``search_kwargs``, as
+    ``vectorstore.as_retriever`` sends them: ``fetch_k`` reaches a store whose search names it
+    (FAISS; an MMR search) and is dropped for the others, a filtered search of a store that
+    filters after searching (FAISS) looks at more candidates until the filter's best are found,
+    and ``score_threshold`` (with ``search_type="similarity_score_threshold"`` or on its own)
+    keeps the hits whose relevance score (``similarity_search_with_relevance_scores``, 0 to 1)
+    reaches it.
     ``scores`` says how to read the store's scores (``"auto"``: from their order, which
     is best first; ``"distance"``: lower is closer, reported as ``1 / (1 + d)``;
     ``"similarity"``; ``"relevance"``: the store's normalised relevance scores). Ranks
@@ -94,7 +102,7 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     transformer: SpireTransformer = Field(default_factory=SpireTransformer)
     cache_size: int = Field(default=64, gt=0)
     id_namespace: str | None = None
-    search_type: Literal["similarity", "mmr"] = "similarity"
+    search_type: Literal["similarity", "mmr", "similarity_score_threshold"] = "similarity"
     #: fuse a BM25 index over every sentence of the stored pages with the vector ranking (results are
     #: then scored by reciprocal rank fusion, not by the store's numbers)
     lexical: bool = True
@@ -149,9 +157,9 @@ class SpireRetriever(PageIndexing, BaseRetriever):
                 return _ranked(self.vectorstore.max_marginal_relevance_search(query, **_mmr_k(n, kwargs)))
             except NotImplementedError as err:
                 raise self._no_mmr() from err
-        if self.scores == "relevance":
+        if self._relevance(kwargs):
             return self.vectorstore.similarity_search_with_relevance_scores(query, n, **kwargs)
-        return self.vectorstore.similarity_search_with_score(query, n, **kwargs)
+        return self.vectorstore.similarity_search_with_score(query, n, **_unthresholded(kwargs))
 
     async def _araw(self, query: str, n: int, kwargs: dict[str, Any]) -> Scored:
         if self.search_type == "mmr":
@@ -159,9 +167,22 @@ class SpireRetriever(PageIndexing, BaseRetriever):
                 return _ranked(await self.vectorstore.amax_marginal_relevance_search(query, **_mmr_k(n, kwargs)))
             except NotImplementedError as err:
                 raise self._no_mmr() from err
-        if self.scores == "relevance":
+        if self._relevance(kwargs):
             return await self.vectorstore.asimilarity_search_with_relevance_scores(query, n, **kwargs)
-        return await self.vectorstore.asimilarity_search_with_score(query, n, **kwargs)
+        return await self.vectorstore.asimilarity_search_with_score(query, n, **_unthresholded(kwargs))
+
+    def _relevance(self, kwargs: dict[str, Any]) -> bool:
+        """Whether a (non-MMR) search asks for the store's relevance scores: asked, or a ``score_threshold``
+        applies and the store has them (else the threshold holds SPIRE's reading of its scores)."""
+        return self.scores == "relevance" or ("score_threshold" in kwargs and _has_relevance(self.vectorstore))
+
+    def _takes_fetch_k(self) -> bool:
+        """Whether the store's similarity search names ``fetch_k`` (candidates looked at before its filter)."""
+        try:
+            params = inspect.signature(self.vectorstore.similarity_search_with_score).parameters
+        except (TypeError, ValueError):
+            return False
+        return "fetch_k" in params
 
     def _no_mmr(self) -> ValueError:
         return ValueError(f"search_type='mmr': {type(self.vectorstore).__name__} has no max-marginal-relevance search")
@@ -171,32 +192,53 @@ class SpireRetriever(PageIndexing, BaseRetriever):
         if self.scores == "auto" and self._distance is None and len(pairs) > 1 and pairs[0][1] != pairs[-1][1]:
             self._distance = bool(pairs[0][1] < pairs[-1][1])
 
-    def _store_hit(self, pair: tuple[LCDocument, float]) -> StoreHit:
+    def _store_hit(self, pair: tuple[LCDocument, float], relevance: bool = False) -> StoreHit:
         doc, raw = pair
         score = float(raw)
-        if self.scores == "distance" or (self.scores == "auto" and self._distance):
+        if not relevance and (self.scores == "distance" or (self.scores == "auto" and self._distance)):
             score = 1.0 / (1.0 + max(score, 0.0))
         return StoreHit(doc.metadata, score)
 
-    def _store_search(self, raw: Callable[[int], Scored]) -> StoreSearch:
-        """A try's store search: asked once per question (a search embeds the query anew) and
-        sliced per round; an MMR search, whose picks depend on the number asked for, per round."""
+    def _store_search(self, raw: Callable[[int, dict[str, Any]], Scored], kwargs: dict[str, Any]) -> StoreSearch:
+        """A try's store search (``raw(n, extra keyword arguments)``): asked once per question (a search
+        embeds the query anew) and sliced per round; an MMR search, whose picks depend on the number
+        asked for, per round. A filtered search of a store that filters after searching looks at more
+        candidates while the filter leaves fewer than asked (:func:`spire_core.pipeline.post_filtered`)."""
+        relevance = self.search_type != "mmr" and self._relevance(kwargs)
+        sized: Callable[[int], Scored] = lambda n: raw(n, {})  # noqa: E731
+        if self.search_type != "mmr" and kwargs.get("filter") is not None and self._takes_fetch_k():
+            floor = int(kwargs.get("fetch_k") or 0)  # the caller's fetch_k: where the search starts
+            widened = post_filtered(lambda n, fetch: raw(n, {"fetch_k": fetch}), _size(self.vectorstore), floor)
+            sized = lambda n: list(widened(n))  # noqa: E731
+
+        threshold = kwargs.get("score_threshold")
 
         def scored(n: int) -> Scored:
-            pairs = raw(n)
-            self._learn_direction(pairs)
+            pairs = sized(n)
+            if not relevance:
+                self._learn_direction(pairs)
+                if threshold is not None:  # a store without relevance scores: the similarity SPIRE reports
+                    pairs = [p for p in pairs if self._store_hit(p).score >= threshold]
             return pairs
 
         top = scored if self.search_type == "mmr" else searched_once(scored, self.options.widest)
-        return store_search(top, self._store_hit)
+        return store_search(top, lambda pair: self._store_hit(pair, relevance))
 
     def _call(self, k: int | None, budget: int | None, kwargs: dict[str, Any]) -> tuple[QueryOptions, dict[str, Any]]:
         """This call's options and store keyword arguments. ``k`` (also as ``search_kwargs["k"]``, the
-        LangChain idiom) caps the pages returned; the other keyword arguments go to the store's search."""
+        LangChain idiom) caps the pages returned; the other keyword arguments go to the store's search
+        (``fetch_k`` only to a store that takes it: an MMR search, a store that filters after searching)."""
         kwargs.pop("verbose", None)  # passed along by BaseRetriever.invoke
         search_kwargs = {**self.search_kwargs, **kwargs}
         k = search_kwargs.pop("k", None) if k is None else k
         search_kwargs.pop("k", None)
+        threshold = search_kwargs.get("score_threshold")
+        if self.search_type == "similarity_score_threshold" and threshold is None:
+            raise ValueError("search_type='similarity_score_threshold' needs search_kwargs={'score_threshold': 0 to 1}")
+        if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)):
+            raise ValueError(f"score_threshold must be a number between 0 and 1, not {threshold!r}")
+        if self.search_type != "mmr" and "fetch_k" in search_kwargs and not self._takes_fetch_k():
+            search_kwargs.pop("fetch_k")  # what LangChain's MMR and FAISS's filter read; others refuse it
         return self.options.but(budget=budget, max_pages=k), search_kwargs
 
     def retrieve_subdocuments(
@@ -204,7 +246,10 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     ) -> list[Subdocument]:
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         options, search_kwargs = self._call(k, budget, kwargs)
-        searches = lambda: self._store_search(lambda n: self._raw(query, n, search_kwargs))  # noqa: E731
+
+        def searches() -> StoreSearch:
+            return self._store_search(lambda n, extra: self._raw(query, n, {**search_kwargs, **extra}), search_kwargs)
+
         return retrieve(query, searches, self._pages, options, self._lexical(search_kwargs)).results
 
     async def aretrieve_subdocuments(
@@ -214,13 +259,17 @@ class SpireRetriever(PageIndexing, BaseRetriever):
         options, search_kwargs = self._call(k, budget, kwargs)
 
         def searches(run: Bridge) -> StoreSearch:
-            return self._store_search(lambda n: run(self._araw(query, n, search_kwargs)))
+            return self._store_search(
+                lambda n, extra: run(self._araw(query, n, {**search_kwargs, **extra})), search_kwargs
+            )
 
         return (await aretrieve(query, searches, self._pages, options, self._lexical(search_kwargs))).results
 
     def _lexical(self, search_kwargs: dict[str, Any]) -> LexicalSearch | None:
-        """The lexical index's search, unless off or the store's search is filtered (which it cannot apply)."""
-        return self._lexicon.hits if self.lexical and "filter" not in search_kwargs else None
+        """The lexical index's search, unless off or the store's search is filtered or thresholded
+        (which it cannot apply)."""
+        held = search_kwargs.get("filter") is not None or search_kwargs.get("score_threshold") is not None
+        return self._lexicon.hits if self.lexical and not held else None
 
     def _pages(self, doc_id: str, expected_hash: str | None = None) -> SpireDocument:
         return self._documents(doc_id)
@@ -269,6 +318,27 @@ def _summary(results: Sequence[Subdocument], budget: int) -> str:
     """The line a query reports to the callbacks."""
     cited = sum(len(r.citations) for r in results)
     return f"SPIRE: {len(results)} page(s), {cited} citation(s), {sum(r.cost for r in results)} of {budget} tokens"
+
+
+def _has_relevance(store: VectorStore) -> bool:
+    """Whether ``store`` gives relevance scores (InMemoryVectorStore does not)."""
+    cls = type(store)
+    return (
+        cls._select_relevance_score_fn is not VectorStore._select_relevance_score_fn
+        or cls._similarity_search_with_relevance_scores is not VectorStore._similarity_search_with_relevance_scores
+        or getattr(store, "override_relevance_score_fn", None) is not None
+    )
+
+
+def _unthresholded(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` without ``score_threshold``, which a store would hold against its raw scores (FAISS: distances)."""
+    return {k: v for k, v in kwargs.items() if k != "score_threshold"}
+
+
+def _size(store: VectorStore) -> int | None:
+    """How many entries ``store`` holds, where it says (FAISS's index), else None."""
+    total = getattr(getattr(store, "index", None), "ntotal", None)
+    return total if isinstance(total, int) else None
 
 
 def _mmr_k(n: int, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -396,11 +397,21 @@ def _print_sources(nodes: list[NodeWithScore], retriever: Any, budget: int) -> N
     )
     print(f"{len(subs)} page(s), {len(view.shown)} citation(s), {view.cost} of {budget} tokens\n")
     print(view.text)
-    print("\ncitations (ids quoted for the shell):")
+    print("\ncitations (paste an id into `spire show` as it is):")
     for n, cit in enumerate(view.citations, 1):
         if n in view.shown:
             score = f"  (score {cit.score:.3f})" if cit.score is not None else ""
-            print(f"  [{n}] {shlex.quote(cit.key())}{score}")
+            print(f"  [{n}] {shell_word(cit.key())}{score}")
+
+
+#: a word a POSIX shell reads as it is: ``#`` and ``~`` are literal past a word's first character
+_SHELL_WORD = re.compile(r"[\w@%+=:,./-][\w@%+=:,./#~-]*", re.ASCII)
+
+
+def shell_word(text: str) -> str:
+    """``text`` as a shell word: bare when the shell reads it as it is (a citation id of a plain page
+    id: ``page.html#1.0.3,1.0.4``), else quoted."""
+    return text if _SHELL_WORD.fullmatch(text) else shlex.quote(text)
 
 
 # -- show ---------------------------------------------------------------------------------

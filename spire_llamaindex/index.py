@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from spire_core import SpireError
 from spire_core.options import OnPageError
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.reading.files import page_files as core_page_files
 from spire_runtime.defaults import DEFAULT_BATCH_PAGES
 
 from ._source import log
@@ -94,6 +95,36 @@ def build_index(
     )
     if documents:
         update_index(index, documents, parser=parser, show_progress=show_progress, errors=errors)
+    return index
+
+
+def load_index(
+    persist_dir: str | Path,
+    *,
+    embed_model: BaseEmbedding | None = None,
+    index_id: str | None = None,
+    parser: SpireNodeParser | None = None,
+) -> VectorStoreIndex:
+    """Reopen a ``VectorStoreIndex`` persisted with ``index.storage_context.persist(persist_dir)``.
+
+    Queries are embedded with ``embed_model``, else ``Settings.embed_model`` when the application set
+    one, else the packaged model (LlamaIndex's ``load_index_from_storage`` would resolve OpenAI's and
+    fail without ``llama-index-embeddings-openai``); pass the model the index was built with.
+    ``parser`` (default :class:`SpireNodeParser`) splits pages inserted later.
+    """
+    from llama_index.core import load_index_from_storage
+
+    folder = Path(persist_dir)
+    if not folder.is_dir():
+        raise SpireError(f"no persisted index at {str(folder)!r} (write one with index.storage_context.persist)")
+    index = load_index_from_storage(
+        StorageContext.from_defaults(persist_dir=str(folder)),
+        index_id=index_id,
+        embed_model=embed_model or settings_embed_model(),
+        transformations=[parser or SpireNodeParser()],
+    )
+    if not isinstance(index, VectorStoreIndex):
+        raise SpireError(f"the index persisted at {str(folder)!r} is a {type(index).__name__}, not a VectorStoreIndex")
     return index
 
 
@@ -320,8 +351,7 @@ def html_files(folder: str | Path) -> list[Path]:
 
 def page_files(folder: str | Path) -> list[Path]:
     """Every HTML and Markdown page (:data:`PAGE_SUFFIXES`) under ``folder`` (recursively), sorted."""
-    root = Path(folder)
-    return sorted(p for p in root.rglob("*") if p.suffix.lower() in PAGE_SUFFIXES and p.is_file())
+    return core_page_files(folder) if Path(folder).is_dir() else []
 
 
 def read_page(path: str | Path, root: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:

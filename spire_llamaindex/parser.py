@@ -17,12 +17,10 @@ from llama_index.core.utils import get_tqdm_iterable
 from spire_core import HTML, NotHTMLError, Policy, SpireError, policy_named, seeds, unit_id
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.reading.files import PAGE_SUFFIXES as PAGE_SUFFIXES  # the pages ``spire index`` reads
 from spire_core.results.schema import SPIRE_KEYS, unit_metadata, user_metadata
 
 from ._source import log, parse_source, source_text
-
-#: File suffixes of the pages ``spire index`` reads: HTML and Markdown.
-PAGE_SUFFIXES = (".html", ".htm", ".md", ".markdown")
 
 
 class SpireNodeParser(NodeParser):

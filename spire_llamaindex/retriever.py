@@ -22,7 +22,7 @@ from llama_index.core.schema import (
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from spire_core import HTML, Citation, Policy, Subdocument, from_metadata, to_metadata
+from spire_core import HTML, Citation, Policy, SpireError, Subdocument, from_metadata, to_metadata
 from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
@@ -169,6 +169,7 @@ class SpireRetriever(BaseRetriever):
             if not isinstance(index, VectorStoreIndex):
                 raise TypeError("give the docstore that holds the source pages")
             docstore = index.docstore
+        _check_searchable(index)
         self.index = index
         self.sources = (
             docstore if isinstance(docstore, SourceDocuments) else SourceDocuments(docstore, maxsize=cache_size)
@@ -297,3 +298,20 @@ class SpireRetriever(BaseRetriever):
 def _store_hit(node: NodeWithScore) -> StoreHit:
     source = node.node.source_node
     return StoreHit(node.node.metadata, float(node.score or 0.0), source.hash if source is not None else None)
+
+
+def _check_searchable(index: SentenceSearch) -> None:
+    """Raise :class:`~spire_core.SpireError` when ``index`` cannot return its vector store's hits: a
+    store that keeps no text (``SimpleVectorStore``) holds vectors of nodes the index never saw (an
+    ``IngestionPipeline`` filled it): every hit would be dropped, and every query answer nothing."""
+    if not isinstance(index, VectorStoreIndex) or index.vector_store.stores_text or index.index_struct.nodes_dict:
+        return
+    held = len(getattr(getattr(index.vector_store, "data", None), "embedding_dict", None) or {})
+    if held:
+        raise SpireError(
+            f"the index knows none of the {held} vectors its {type(index.vector_store).__name__} holds: a vector "
+            "store that keeps no text cannot be filled by an IngestionPipeline and then read through an index. "
+            "Use a vector store that keeps text (Qdrant, Chroma, pgvector), or index with "
+            "SpireRetriever.from_documents / spire_llamaindex.update_index, or build "
+            "VectorStoreIndex(pipeline.run(documents=docs), embed_model=...) from a pipeline without vector_store"
+        )

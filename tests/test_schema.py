@@ -114,3 +114,14 @@ def test_metadata_carries_its_schema_version_and_a_newer_one_is_refused() -> Non
     assert unit_of({k: v for k, v in meta.items() if k != SCHEMA}) is not None  # written before the key existed
     with pytest.raises(SpireError, match="schema"):
         unit_of({**meta, SCHEMA: SCHEMA_VERSION + 1})
+
+
+def test_unit_ids_survive_the_separator_change() -> None:
+    import uuid
+
+    from spire_core.results.schema import DOC_ID, PATHS, RESULT_NAMESPACE, UNIT_NAMESPACE, result_id, unit_id
+
+    # ids are hashed in schema version 1's spelling: units indexed before keep their ids
+    assert unit_id("page.html", [(1, 0, 3), (1, 0, 4)]) == str(uuid.uuid5(UNIT_NAMESPACE, "page.html#1.0.3;1.0.4"))
+    old, new = ({DOC_ID: "page.html", PATHS: p} for p in ("1.0.3;1.0.4", "1.0.3,1.0.4"))
+    assert result_id(old) == result_id(new) == str(uuid.uuid5(RESULT_NAMESPACE, "page.html#1.0.3;1.0.4"))

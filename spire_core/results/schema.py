@@ -15,7 +15,13 @@ from functools import lru_cache
 from typing import Any
 
 from spire_core.context import HTML, Policy, global_context
-from spire_core.document.paths import decode_paths, encode_path_sets, encode_paths
+from spire_core.document.paths import (
+    LEGACY_PATH_SEPARATOR,
+    PATH_SEPARATOR,
+    decode_paths,
+    encode_path_sets,
+    encode_paths,
+)
 from spire_core.document.render import render
 from spire_core.document.tree import Path
 from spire_core.errors import SchemaVersionError
@@ -49,7 +55,8 @@ UNIT_IDS = "spire_ids"
 #: the version of this schema a unit or result was written with (absent: version 1)
 SCHEMA = "spire_schema"
 #: the schema this SPIRE writes and the newest it reads; bumped when a key changes meaning
-SCHEMA_VERSION = 1
+#: (2: path sets are separated by ``,``, shell-safe; version 1's ``;`` is still read)
+SCHEMA_VERSION = 2
 #: every key SPIRE writes; stripped from a source's metadata and hidden from embedded/LLM text
 SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, MEMBERS, SEEDS, COST, SCORE, CITATIONS, FILTER, UNIT_IDS, SCHEMA)
 
@@ -80,7 +87,9 @@ def result_id(metadata: Mapping[str, Any]) -> str:
 
 
 def _id(namespace: uuid.UUID, doc_id: str, encoded_paths: str) -> str:
-    return str(uuid.uuid5(namespace, f"{doc_id}#{encoded_paths}"))
+    # hashed in schema version 1's spelling: a unit keeps its id across the separator change
+    legacy = encoded_paths.replace(PATH_SEPARATOR, LEGACY_PATH_SEPARATOR)
+    return str(uuid.uuid5(namespace, f"{doc_id}#{legacy}"))
 
 
 def user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:

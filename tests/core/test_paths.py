@@ -165,10 +165,15 @@ def test_render_labels_with_unknown_path_raise(tiny: Document) -> None:
 
 # -- compact encoding ------------------------------------------------------------------
 def test_encode_examples() -> None:
-    assert encode_paths([(0, 2, 3), (0, 2, 1)]) == "0.2.1;0.2.3"
+    assert encode_paths([(0, 2, 3), (0, 2, 1)]) == "0.2.1,0.2.3"
     assert encode_paths([()]) == "~"
     assert encode_paths([]) == ""
-    assert encode_paths([[1, 10], (1, 2), (1, 2)]) == "1.2;1.10"  # type: ignore[list-item]
+    assert encode_paths([[1, 10], (1, 2), (1, 2)]) == "1.2,1.10"  # type: ignore[list-item]
+
+
+def test_schema_version_1_sets_are_still_read() -> None:
+    assert decode_paths("0.2.1;0.2.3") == decode_paths("0.2.1,0.2.3") == {(0, 2, 1), (0, 2, 3)}
+    assert decode_paths("~;1") == {(), (1,)}
 
 
 @pytest.mark.parametrize(
@@ -208,7 +213,10 @@ def test_round_trip_on_a_real_document(tiny: Document) -> None:
 
 @pytest.mark.parametrize(
     "garbage",
-    ["a", "0.x", "0..1", ".0", "0.", "0;;1", ";", "0;", "-1", "0.-2", " 0", "0 ", "+1", "1_0", "٣", "~0", "0,1", "[0]"],
+    [
+        *["a", "0.x", "0..1", ".0", "0.", "0;;1", ";", "0;", "-1", "0.-2", " 0", "0 ", "+1", "1_0", "٣", "~0", "[0]"],
+        *["0,,1", ",", "0,", "0;,1"],
+    ],
 )
 def test_decode_garbage_raises(garbage: str) -> None:
     with pytest.raises(PathFormatError):

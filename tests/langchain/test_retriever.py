@@ -9,12 +9,13 @@ from langchain_community.vectorstores import FAISS
 from langchain_core.documents import Document
 from langchain_core.stores import InMemoryStore
 from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_qdrant import QdrantVectorStore
 
 import spire_langchain.retriever as retriever_module
 from spire_core import Citation, approx_tokens, decode_paths, global_context, render
 from spire_langchain import SpireRetriever, SpireTransformer, citations_of, numbered_citations
 
-from .conftest import SMALL_PAGES, KeywordEmbeddings, small_pages
+from .conftest import SMALL_PAGES, KeywordEmbeddings, example_pages, small_pages
 
 
 @pytest.fixture
@@ -72,6 +73,55 @@ def test_search_kwargs_reach_the_store(retriever: SpireRetriever) -> None:
     assert [d.metadata["spire_doc_id"] for d in only_tea] == ["tea.html"]
     fixed = retriever.model_copy(update={"search_kwargs": {"filter": lambda d: d.metadata["source"] == "cocoa.html"}})
     assert [d.metadata["spire_doc_id"] for d in fixed.invoke("brewing")] == ["cocoa.html"]
+
+
+def test_a_faiss_filter_finds_the_filtered_pages_evidence(keyword_embeddings: KeywordEmbeddings) -> None:
+    # FAISS filters the fetch_k=20 nearest units only: a page outside them used to give [] silently
+    retriever = SpireRetriever.from_documents(
+        example_pages() + small_pages(),
+        keyword_embeddings,
+        vectorstore_cls=FAISS,
+        search_kwargs={"filter": {"source": "coffee.html"}},  # the as_retriever idiom
+    )
+    query = "How long is the shot of espresso?"
+    assert retriever.vectorstore.similarity_search_with_score(query, 256, filter={"source": "coffee.html"}) == []
+    for docs in (retriever.invoke(query), asyncio.run(retriever.ainvoke(query)), retriever.invoke(query, fetch_k=40)):
+        assert [d.metadata["spire_doc_id"] for d in docs] == ["coffee.html"]
+        assert "An espresso shot takes about 25 to 30 seconds to extract." in docs[0].page_content
+
+
+def test_fetch_k_reaches_only_a_store_that_takes_it(keyword_embeddings: KeywordEmbeddings) -> None:
+    retriever = SpireRetriever.from_documents(
+        small_pages(),
+        keyword_embeddings,
+        vectorstore_cls=QdrantVectorStore,  # whose search refuses unknown arguments
+        vectorstore_kwargs={"location": ":memory:", "collection_name": "fetch_k"},
+        search_kwargs={"k": 1, "fetch_k": 50},
+    )
+    docs = retriever.invoke("espresso shot seconds")
+    assert [d.metadata["spire_doc_id"] for d in docs] == ["coffee.html"]
+    assert "25 to 30 seconds" in docs[0].page_content
+    mmr = retriever.model_copy(update={"search_type": "mmr"})  # MMR reads it
+    assert "25 to 30 seconds" in mmr.invoke("espresso shot seconds")[0].page_content
+
+
+@pytest.mark.filterwarnings("ignore:Relevance scores must be between")  # FAISS's L2 normalisation
+@pytest.mark.parametrize("store", [InMemoryVectorStore, FAISS])  # without relevance scores, and with
+def test_a_score_threshold_keeps_the_hits_that_reach_it(keyword_embeddings: KeywordEmbeddings, store: type) -> None:
+    retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, vectorstore_cls=store)
+    query = "espresso shot seconds"
+    assert len(retriever.invoke(query)) == 4
+    thresholded = retriever.model_copy(
+        update={"search_type": "similarity_score_threshold", "search_kwargs": {"score_threshold": 0.3}}
+    )
+    kept = thresholded.invoke(query)
+    assert [d.metadata["spire_doc_id"] for d in kept] == ["coffee.html"]
+    assert "An espresso shot takes about 25 to 30 seconds to extract." in kept[0].page_content
+    assert "60 grams" not in kept[0].page_content  # the pour-over passage scores under 0.3
+    assert all(c.score is not None and c.score >= 0.3 for c in citations_of(kept[0]))
+    assert retriever.invoke(query, score_threshold=0.99) == []
+    with pytest.raises(ValueError, match="score_threshold"):
+        retriever.model_copy(update={"search_type": "similarity_score_threshold"}).invoke(query)
 
 
 def test_faiss_distances_become_similarities_in_store_order(keyword_embeddings: KeywordEmbeddings) -> None:

@@ -64,10 +64,10 @@ def test_query_prints_citations(example_store: Path, capsys: pytest.CaptureFixtu
     assert sum(r["cost"] for r in payload["results"]) <= 400
     code, out, _ = run(capsys, "query", "--store", example_store, QUESTION, "--budget", "400")
     assert code == 0 and PHRASE in out
-    # each page once, [n] after its cited sentences, within the budget; the id behind [n], quoted for a shell
+    # each page once, [n] after its cited sentences, within the budget; the id behind [n], bare: shell-safe
     n = re.search(rf"{re.escape(PHRASE)}[^\n\[]*\[(\d+)\]", out)
     assert n, out
-    assert f"  [{n.group(1)}] {shlex.quote(hit['id'])}" in out
+    assert f"  [{n.group(1)}] {hit['id']}  (score" in out
     assert out.count("Source: postgresql-wal.html") == 1
     used = re.search(r"(\d+) of 400 tokens", out)
     assert used and int(used.group(1)) <= 400
@@ -108,6 +108,24 @@ def test_show_highlights_a_citation(example_store: Path, tmp_path: Path, capsys:
     one_line_error(
         *run(capsys, "show", "--store", example_store, "nope.html#1.0", "--out", out)[::2], "not in the store"
     )
+
+
+def test_a_citation_id_pastes_unquoted_into_spire_show(
+    example_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payload = query_json(capsys, example_store, "--budget", "300")
+    key = next(c["id"] for r in payload["results"] for c in r["citations"] if PHRASE in c["text"])
+    assert "," in key.partition("#")[2]  # a set of several paths
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    spire = f"{shlex.quote(sys.executable)} -m spire_llamaindex.cli"
+    out = tmp_path / "page.html"
+    for pasted in (key, shlex.quote(key.replace(",", ";"))):  # as printed; a quoted id of schema version 1
+        out.unlink(missing_ok=True)
+        line = f"{spire} show --store {shlex.quote(str(example_store))} {pasted} --out {shlex.quote(str(out))}"
+        proc = subprocess.run(line, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        marked = out.read_text(encoding="utf-8").split('data-citation="1"', 1)[1].split("</mark>", 1)[0]
+        assert PHRASE in marked
 
 
 def test_query_with_the_filter(
