@@ -43,6 +43,7 @@ from spire_core.options import (
 from spire_core.query.aggregate import Documents, Hit, Search, Subdocument, aggregate, document_lookup, seed_indices
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
 from spire_core.query.lexical import fused_search
+from spire_core.query.references import cite_references
 from spire_core.query.table_views import table_views
 from spire_core.results.schema import filter_report, members_of, subdocuments, unit_of
 from spire_core.size import SizeFn
@@ -159,7 +160,7 @@ def run_query(
     with the lexical ranking of single sentences (:func:`~spire_core.query.lexical.fused_search`:
     a sentence naming the question's rare words rises inside and across passages); the hits are
     aggregated per page under the budget, then the best-ranked tables' views are added. Every
-    citation is a sentence's path set."""
+    citation is a sentence's path set, and carries the references its text makes."""
     lookup = document_lookup(documents)
     hits = sentence_search(passages, query=query, documents=lookup, order="overlap")
     if lexical is not None:
@@ -177,11 +178,11 @@ def run_query(
         max_rounds=options.max_rounds,
         fill=options.fill,
     )
-    if not options.tables:
-        return results
-    return table_views(
-        query, results, lookup, budget=options.budget, size=options.size, policy=options.policy, fmt=options.fmt
-    )
+    if options.tables:
+        results = table_views(
+            query, results, lookup, budget=options.budget, size=options.size, policy=options.policy, fmt=options.fmt
+        )
+    return cite_references(results, lookup)
 
 
 def first_pages(search: Search, pages: int) -> Search:

@@ -225,6 +225,27 @@ def test_markdown_pages_are_indexed_queried_and_highlighted(
     assert PHRASE in page.read_text(encoding="utf-8")
 
 
+def test_query_json_names_the_references_of_each_citation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embed_model: Any
+) -> None:
+    from tests.test_references import PAGES
+
+    pages = tmp_path / "pages"
+    for name, html in PAGES.items():
+        (pages / name).parent.mkdir(parents=True, exist_ok=True)
+        (pages / name).write_text(html, encoding="utf-8")
+    store = tmp_path / "store"
+    assert run(capsys, "index", pages, "--store", store, "--quiet")[0] == 0
+    code, out, _ = run(capsys, "query", "--store", store, "which record carries an LSN", "--json")
+    assert code == 0
+    cit = next(c for r in json.loads(out)["results"] for c in r["citations"] if "carries" in c["text"])
+    assert cit["doc_id"] == "guide/config.html"
+    same, other, external = cit["references"]
+    assert same["doc_id"] == "guide/config.html" and same["anchor"] == "term-wal" and same["paths"]
+    assert other == {"doc_id": "glossary.html", "anchor": "term-lsn"}
+    assert external == {"url": "https://example.org/wal"}
+
+
 def test_startup_needs_no_framework() -> None:
     """``spire --help`` and the commands that fail before any model imports neither LlamaIndex nor nltk."""
     code = (
