@@ -13,7 +13,8 @@ import time
 import urllib.request
 from collections.abc import Callable, Mapping
 
-from spire_core import HTML, NONE, Policy, Subdocument, approx_tokens, seeds
+from spire_core import HTML, NONE, Policy, Subdocument, approx_tokens, compose, seeds
+from spire_core.context import DEFINITIONS
 from spire_core.indexing.passages import PassageHit
 from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
@@ -47,6 +48,7 @@ SYSTEMS = (
     "spire-sentence",
     "spire-noctx",
     "spire-block",
+    "spire-definitions",
     "spire-filter",
     "fixed-256",
     "html-header",
@@ -168,6 +170,8 @@ def make_system(name: str, *, llm: Callable[[str], str] | None = None) -> System
         return Spire(name, policy=NONE, unit="sentence", lexical=False)
     if name == "spire-block":
         return Spire(name, unit="block", lexical=False)
+    if name == "spire-definitions":  # the glossary-aware policy added to the default
+        return Spire(name, policy=compose(HTML, DEFINITIONS))
     if name == "spire-filter":
         if llm is None:
             raise ConfigError("spire-filter needs an LLM: pass --llm-base-url (and --llm-model)")
