@@ -71,3 +71,24 @@ def test_langchain_citations_carry_the_references_their_sentence_makes() -> None
     cit = _carrying([c for d in docs for c in lc_citations_of(d)])
     assert cit.references == _expected()
     assert cit.references[0].paths and not cit.references[1].paths  # the other page's anchor: paths when followed
+
+
+def test_both_retrievers_deliver_a_followed_reference_as_its_own_citation() -> None:
+    li = LIRetriever.from_documents(
+        [LIDocument(id_=k, text=v) for k, v in PAGES.items()], embed_model=HashEmbedding(), resolve_refs=True
+    )
+    lc = LCRetriever.from_documents(
+        [LCDocument(page_content=v, metadata={"source": k}) for k, v in PAGES.items()],
+        KeywordEmbeddings(),
+        resolve_refs=True,
+    )
+    assert li.resolve_refs and lc.resolve_refs
+    for cited in (
+        [c for n in li.retrieve(QUESTION) for c in li_citations_of(n)],
+        [c for d in lc.invoke(QUESTION) for c in lc_citations_of(d)],
+    ):
+        carrying = _carrying(cited)
+        lsn = next(c for c in cited if c.referenced_by == carrying.key() and c.doc_id == "glossary.html")
+        assert "A log sequence number: a byte position in the WAL stream." in lsn.text
+        assert carrying.references[1].cited == lsn.key()
+        assert "byte position" not in carrying.text  # delivered beside it, never substituted

@@ -27,7 +27,7 @@ import json
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
@@ -51,7 +51,9 @@ class Reference:
     """One reference a unit's text makes (module docstring).
 
     A reference into the corpus has a :attr:`doc_id` (and maybe an :attr:`anchor` and
-    :attr:`paths`); an external one has a :attr:`url` alone.
+    :attr:`paths`); an external one has a :attr:`url` alone. :attr:`cited` and :attr:`unresolved`
+    say what following it at query time gave (``resolve_refs``; both None: not followed, or
+    what it names did not fit the budget).
     """
 
     #: the page it names ("" for a page without an id); None for an external reference
@@ -62,6 +64,10 @@ class Reference:
     paths: frozenset[Path] = frozenset()
     #: an external reference: the URL as written
     url: str | None = None
+    #: the key of the citation that delivers what it names (query-time resolution)
+    cited: str | None = field(default=None, compare=False)
+    #: why following it delivered nothing: its page is not in the corpus, its anchor is gone
+    unresolved: str | None = field(default=None, compare=False)
 
     @property
     def external(self) -> bool:
@@ -74,7 +80,8 @@ class Reference:
         return f"{self.doc_id}#{self.anchor}" if self.anchor else str(self.doc_id)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready data: ``{"doc_id", "anchor"?, "paths"?}`` or ``{"url"}``."""
+        """JSON-ready data: ``{"doc_id", "anchor"?, "paths"?}`` or ``{"url"}``, with ``cited`` or
+        ``unresolved`` when following it gave either."""
         out: dict[str, Any]
         if self.url is not None:
             out = {"url": self.url}
@@ -84,18 +91,25 @@ class Reference:
                 out["anchor"] = self.anchor
             if self.paths:
                 out["paths"] = encode_paths(self.paths)
+        if self.cited is not None:
+            out["cited"] = self.cited
+        if self.unresolved is not None:
+            out["unresolved"] = self.unresolved
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Reference:
         """Inverse of :meth:`to_dict`; raises ``ValueError`` (or :class:`PathFormatError`) on other data."""
+        cited, unresolved = data.get("cited"), data.get("unresolved")
+        cited = cited if isinstance(cited, str) else None
+        unresolved = unresolved if isinstance(unresolved, str) else None
         url = data.get("url")
         if isinstance(url, str):
-            return cls(url=url)
+            return cls(url=url, cited=cited, unresolved=unresolved)
         doc_id, anchor, paths = data.get("doc_id"), data.get("anchor", ""), data.get("paths", "")
         if not isinstance(doc_id, str) or not isinstance(anchor, str) or not isinstance(paths, str):
             raise ValueError(f"not a reference: {str(data)[:80]!r}")
-        return cls(doc_id, anchor, decode_paths(paths))
+        return cls(doc_id, anchor, decode_paths(paths), cited=cited, unresolved=unresolved)
 
 
 def resolve_href(base: str | None, href: str) -> Reference | None:

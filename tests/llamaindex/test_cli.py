@@ -244,6 +244,15 @@ def test_query_json_names_the_references_of_each_citation(
     assert same["doc_id"] == "guide/config.html" and same["anchor"] == "term-wal" and same["paths"]
     assert other == {"doc_id": "glossary.html", "anchor": "term-lsn"}
     assert external == {"url": "https://example.org/wal"}
+    # --resolve-refs: the glossary's definition is cited beside it, within the budget
+    code, out, _ = run(capsys, "query", "--store", store, "which record carries an LSN", "--json", "--resolve-refs")
+    assert code == 0
+    payload = json.loads(out)
+    cits = [c for r in payload["results"] for c in r["citations"]]
+    cit = next(c for c in cits if "carries" in c["text"])
+    lsn = next(c for c in cits if c.get("referenced_by") == cit["id"] and c["doc_id"] == "glossary.html")
+    assert "a byte position in the WAL stream" in lsn["text"] and cit["references"][1]["cited"] == lsn["id"]
+    assert sum(r["cost"] for r in payload["results"]) <= payload["budget"]
 
 
 def test_startup_needs_no_framework() -> None:
