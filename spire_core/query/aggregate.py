@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from spire_core.context import HTML, Policy
 from spire_core.document.render import render_indices
@@ -40,8 +41,16 @@ class Hit:
     referenced_by: str | None = field(default=None, compare=False)
 
 
-#: ``hit -> the hits its references name``, offered right after it once it is admitted (:func:`aggregate`).
-Follow = Callable[[Hit], Sequence[Hit]]
+class Follow(Protocol):
+    """What :func:`aggregate` offers after an admitted hit (query-time resolution of references)."""
+
+    def __call__(self, hit: Hit) -> Sequence[Hit]:
+        """The hits ``hit``'s references name, offered right after it once it is admitted."""
+        ...
+
+    def wants(self, hit: Hit) -> bool:
+        """Whether ``hit`` may name anything (else a run of hits is admitted as usual)."""
+        ...
 
 
 @dataclass
@@ -165,8 +174,13 @@ class _Admission:
         """Consecutive hits of one document (a passage's members), tried in order as :meth:`offer`
         would, with fewer renderings: the longest prefix that fits is found by bisection and
         admitted with one rendering of its union, the hit after it is rejected, the rest are
-        offered one by one. A rendering only grows with its path set, so the same hits are admitted."""
-        done = self._admit_prefix(hits) if len(hits) > 1 else 0
+        offered one by one. A rendering only grows with its path set, so the same hits are admitted.
+        With ``follow``, a run holding a hit that may name something is offered hit by hit, so that
+        what each names comes right after it."""
+        # following references offers what each admitted hit names right after it: one by one
+        follow = self.follow
+        alone = follow is not None and any(follow.wants(hit) for hit in hits)
+        done = self._admit_prefix(hits) if len(hits) > 1 and not alone else 0
         for hit in hits[done:]:
             self.offer(hit)
 

@@ -36,6 +36,8 @@ MAX_VIEW_CHARS = 600
 MAX_FOLLOWED_PER_CITATION = 3
 #: References followed for one query at most, the best-ranked citations' first.
 MAX_FOLLOWED = 6
+#: Pages looked up for one query at most while following (a page found missing is not looked up again).
+MAX_LOOKUPS = 4 * MAX_FOLLOWED
 #: A section element's heading is looked for among its first this many nodes.
 _HEADING_REACH = 32
 
@@ -87,21 +89,26 @@ class Resolver:
     ) -> None:
         self.documents = documents
         self.per_citation, self.left = per_citation, most
+        self.lookups = MAX_LOOKUPS
+        #: pages found missing (not looked up again)
+        self._missing: set[str] = set()
         #: citing key -> reference -> (the target's key, or None; why it is unresolved, or None)
         self._found: dict[str, dict[Reference, tuple[str | None, str | None]]] = {}
         #: the keys of the citations delivered (set by :func:`cite_references`)
         self.delivered: set[str] = set()
+        #: the targets offered so far (a target named again is not offered, nor counted, again)
+        self._offered: set[str] = set()
 
     def __call__(self, hit: Hit) -> list[Hit]:
         """What ``hit``'s references name, as hits to offer right after it (none for a followed hit)."""
-        if hit.referenced_by is not None or self.left <= 0:
+        if hit.referenced_by is not None or self.left <= 0 or self.lookups <= 0:
             return []
         doc = self.documents(hit.doc_id)
         key = f"{hit.doc_id}#{encode_paths(hit.paths)}"
         found = self._found.setdefault(key, {})
         out: list[Hit] = []
         for ref in references(doc, seed_indices(doc, hit.paths)[1]):
-            if len(out) >= self.per_citation or self.left <= 0:
+            if len(out) >= self.per_citation or self.left <= 0 or self.lookups <= 0:
                 break
             if ref.external or ref in found:
                 continue
@@ -113,15 +120,31 @@ class Resolver:
             if ref.doc_id == hit.doc_id and nodes & seed_indices(doc, hit.paths)[1]:
                 continue  # the reference names the citing sentence itself
             paths = page.to_paths(nodes)
-            found[ref] = (f"{ref.doc_id}#{encode_paths(paths)}", None)
+            target_key = f"{ref.doc_id}#{encode_paths(paths)}"
+            found[ref] = (target_key, None)
+            if target_key in self._offered:
+                continue
+            self._offered.add(target_key)
             out.append(Hit(str(ref.doc_id), paths, hit.score, referenced_by=key))
             self.left -= 1
         return out
 
+    def wants(self, hit: Hit) -> bool:
+        """Whether following ``hit``'s references may offer anything (a reference into the corpus, room left)."""
+        if hit.referenced_by is not None or self.left <= 0 or self.lookups <= 0:
+            return False
+        doc = self.documents(hit.doc_id)
+        return any(not r.external for r in references(doc, seed_indices(doc, hit.paths)[1]))
+
     def _resolve(self, ref: Reference) -> tuple[tuple[Document, frozenset[int]] | None, str | None]:
+        doc_id = str(ref.doc_id)
+        if doc_id in self._missing:
+            return None, PAGE_MISSING
+        self.lookups -= 1
         try:
-            page = self.documents(str(ref.doc_id))
+            page = self.documents(doc_id)
         except (MissingSourceError, LookupError):
+            self._missing.add(doc_id)
             return None, PAGE_MISSING
         if ref.anchor:
             node = anchors(page).get(ref.anchor)

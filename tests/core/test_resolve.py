@@ -130,3 +130,37 @@ def test_the_referenced_view_is_bounded(docs: dict[str, Document]) -> None:
     view = referenced_view(doc, doc.index(next(p for p in doc.paths() if doc.get(p).attrs.get("id") == "t")))
     text = "".join(doc.text[i] for i in sorted(view) if doc.tag[i] is None)
     assert text.startswith("termSentence 0") and "Sentence 199" not in text and len(text) < 700
+
+
+def test_pages_looked_up_while_following_are_bounded_and_a_missing_page_is_asked_once() -> None:
+    from spire_core.query.references import MAX_LOOKUPS
+
+    links = " ".join(f'<a href="gone{k % 40}.html#x">g{k}</a>' for k in range(80))
+    doc = parse_html("<h1>T</h1>" + "".join(f"<p>Sentence {k} names {links}.</p>" for k in range(5)), doc_id="p.html")
+    asked: list[str] = []
+
+    def lookup(doc_id: str) -> Document:
+        asked.append(doc_id)
+        if doc_id != "p.html":
+            raise MissingSourceError("not stored", doc_id=doc_id)
+        return doc
+
+    hits = [PassageHit("p.html", tuple(s.paths for s in sentences(doc)[1:6]), 1.0)]
+    (sub,) = run_query("q", lambda n: hits[:n], lookup, QueryOptions(budget=5000, resolve_refs=True))
+    missing = [d for d in asked if d != "p.html"]
+    assert len(missing) == len(set(missing)) <= MAX_LOOKUPS
+    assert all(r.unresolved == PAGE_MISSING for r in sub.citations[0].references[: len(set(missing))])
+
+
+@pytest.mark.parametrize("budget", [40, 120, 1000])
+def test_following_nothing_admits_what_aggregation_admits_without_it(budget: int) -> None:
+    """Hit by hit (references followed) or by bisection (not): the same sentences fit the budget."""
+    body = "".join(f'<p>Sentence {k} is here, see <a href="gone.html#k{k}">note {k}</a>.</p>' for k in range(12))
+    doc = parse_html(f"<h1>Title</h1><h2>Part</h2>{body}", doc_id="p.html")
+    hits = [PassageHit("p.html", tuple(s.paths for s in sentences(doc)[2:]), 1.0)]
+
+    def results(resolve: bool) -> list[tuple[str, str]]:
+        found = run_query("q", lambda n: hits[:n], {"p.html": doc}, QueryOptions(budget=budget, resolve_refs=resolve))
+        return [(c.key(), c.text) for sub in found for c in sub.citations] + [("", sub.text) for sub in found]
+
+    assert results(True) == results(False)
