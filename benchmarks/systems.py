@@ -11,9 +11,10 @@ import json
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from spire_core import HTML, NONE, Policy, Subdocument, approx_tokens, seeds
+from spire_core import HTML, NONE, Document, MissingSourceError, Policy, Subdocument, approx_tokens, compose, seeds
+from spire_core.context import DEFINITIONS
 from spire_core.indexing.passages import PassageHit
 from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
@@ -47,6 +48,8 @@ SYSTEMS = (
     "spire-sentence",
     "spire-noctx",
     "spire-block",
+    "spire-definitions",
+    "spire-refs",
     "spire-filter",
     "fixed-256",
     "html-header",
@@ -73,10 +76,13 @@ class Spire(System):
         unit: UnitKind = DEFAULT_UNIT,
         tables: bool = True,
         lexical: bool = True,
+        resolve_refs: bool = False,
     ) -> None:
         self.name = name
         self.policy = policy
         self.unit = unit
+        #: follow cited sentences' references one hop into the question's corpus (``QueryOptions.resolve_refs``)
+        self.resolve_refs = resolve_refs
         #: deliver views of the best-ranked tables (:func:`spire_core.query.table_views.table_views`)
         self.tables = tables
         #: fuse a BM25 index over every sentence of the dataset's pages (built at the first question)
@@ -101,19 +107,38 @@ class Spire(System):
             for s in seeds(page.document, policy=self.policy, unit=self.unit)
         ]
 
-    def aggregate(self, ranking: Ranking, budget: int, pages: Mapping[str, Page], query: str) -> list[Subdocument]:
+    def aggregate(
+        self,
+        ranking: Ranking,
+        budget: int,
+        pages: Mapping[str, Page],
+        query: str,
+        corpus: Sequence[str] | None = None,
+    ) -> list[Subdocument]:
+        """The results of ``query`` over ``ranking``; ``corpus`` (default: the ranked units' pages) is
+        what a followed reference may reach: a page outside it is reported missing."""
+
         def passages(n: int) -> list[PassageHit]:
             return [PassageHit(u.doc, u.members or (u.paths,), score) for u, score in ranking.top(n)]
 
-        options = QueryOptions(budget=budget, size=approx_tokens, policy=self.policy, tables=self.tables)
+        options = QueryOptions(
+            budget=budget, size=approx_tokens, policy=self.policy, tables=self.tables, resolve_refs=self.resolve_refs
+        )
+        reach = set(corpus if corpus is not None else (u.doc for u in ranking.units))
+
+        def document(pid: str) -> Document:
+            if pid not in reach or pid not in pages:
+                raise MissingSourceError("not in the question's corpus", doc_id=pid)
+            return pages[pid].document
+
         lexical = None
         if self.lexical:
-            index, corpus = self.lexical_index(pages), list(dict.fromkeys(u.doc for u in ranking.units))
-            lexical = lambda q, n: index.hits(q, n, doc_ids=corpus)  # noqa: E731 (the question's pages only)
-        return run_query(query, passages, lambda pid: pages[pid].document, options, lexical)
+            index, ranked = self.lexical_index(pages), list(dict.fromkeys(u.doc for u in ranking.units))
+            lexical = lambda q, n: index.hits(q, n, doc_ids=ranked)  # noqa: E731 (the question's pages only)
+        return run_query(query, passages, document, options, lexical)
 
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
-        results = self.aggregate(ranking, budget, pages, question.question)
+        results = self.aggregate(ranking, budget, pages, question.question, question.corpus)
         citations = [cite(c.doc_id, c.text, c.paths) for r in results for c in r.citations]
         return Prediction(question.id, citations, "\n\n".join(r.text for r in results))
 
@@ -127,7 +152,7 @@ class SpireFilter(Spire):
         self.target = target
 
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
-        results = self.aggregate(ranking, budget, pages, question.question)
+        results = self.aggregate(ranking, budget, pages, question.question, question.corpus)
         documents = {r.doc_id: pages[r.doc_id].document for r in results}
         options = QueryOptions(budget=budget, size=approx_tokens, policy=self.policy)
         filtered = filter_results(question.question, results, documents, self.llm, options=options, target=self.target)
@@ -168,6 +193,10 @@ def make_system(name: str, *, llm: Callable[[str], str] | None = None) -> System
         return Spire(name, policy=NONE, unit="sentence", lexical=False)
     if name == "spire-block":
         return Spire(name, unit="block", lexical=False)
+    if name == "spire-definitions":  # the glossary-aware policy added to the default
+        return Spire(name, policy=compose(HTML, DEFINITIONS))
+    if name == "spire-refs":  # references followed one hop, under the same budget
+        return Spire(name, resolve_refs=True)
     if name == "spire-filter":
         if llm is None:
             raise ConfigError("spire-filter needs an LLM: pass --llm-base-url (and --llm-model)")

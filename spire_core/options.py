@@ -43,3 +43,5 @@ MODEL_WINDOW = 256
 DEFAULT_TABLE_SHARE = 0.9
 #: Tables that get a view at most, best-ranked first.
 DEFAULT_TABLE_VIEWS = 3
+#: Follow the references of cited sentences one hop into the corpus (:mod:`spire_core.query.references`).
+DEFAULT_RESOLVE_REFS = False

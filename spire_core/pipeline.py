@@ -35,6 +35,7 @@ from spire_core.options import (
     DEFAULT_FILL,
     DEFAULT_FIRST_K,
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
     DEFAULT_TARGET,
     Fmt,
@@ -43,6 +44,7 @@ from spire_core.options import (
 from spire_core.query.aggregate import Documents, Hit, Search, Subdocument, aggregate, document_lookup, seed_indices
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
 from spire_core.query.lexical import fused_search
+from spire_core.query.references import Resolver, cite_references
 from spire_core.query.table_views import table_views
 from spire_core.results.schema import filter_report, members_of, subdocuments, unit_of
 from spire_core.size import SizeFn
@@ -77,6 +79,9 @@ class QueryOptions:
     tables: bool = True
     #: keep hits of the first ``max_pages`` pages found only (None: any number of pages)
     max_pages: int | None = None
+    #: follow the references of each admitted sentence one hop into the corpus and deliver what they
+    #: name as citations of their own, under the same budget (:mod:`spire_core.query.references`)
+    resolve_refs: bool = DEFAULT_RESOLVE_REFS
 
     def __post_init__(self) -> None:
         if self.budget <= 0:
@@ -159,13 +164,17 @@ def run_query(
     with the lexical ranking of single sentences (:func:`~spire_core.query.lexical.fused_search`:
     a sentence naming the question's rare words rises inside and across passages); the hits are
     aggregated per page under the budget, then the best-ranked tables' views are added. Every
-    citation is a sentence's path set."""
+    citation is a sentence's path set, and carries the references its text makes; with
+    ``options.resolve_refs``, what an admitted sentence's references name in ``documents`` is
+    offered right after it (:class:`~spire_core.query.references.Resolver`): a page ``documents``
+    lacks, or an anchor gone from its page, is reported on the reference, never guessed at."""
     lookup = document_lookup(documents)
     hits = sentence_search(passages, query=query, documents=lookup, order="overlap")
     if lexical is not None:
         hits = fused_search(hits, lambda n: lexical(query, n), shared_ties=True)
     if options.max_pages is not None:
         hits = first_pages(hits, options.max_pages)
+    resolver = Resolver(lookup) if options.resolve_refs else None
     results = aggregate(
         hits,
         documents=lookup,
@@ -176,12 +185,13 @@ def run_query(
         first_k=options.first_k,
         max_rounds=options.max_rounds,
         fill=options.fill,
+        follow=resolver,
     )
-    if not options.tables:
-        return results
-    return table_views(
-        query, results, lookup, budget=options.budget, size=options.size, policy=options.policy, fmt=options.fmt
-    )
+    if options.tables:
+        results = table_views(
+            query, results, lookup, budget=options.budget, size=options.size, policy=options.policy, fmt=options.fmt
+        )
+    return cite_references(results, lookup, resolver)
 
 
 def first_pages(search: Search, pages: int) -> Search:

@@ -24,6 +24,7 @@ from spire_core.options import (
     DEFAULT_FILL,
     DEFAULT_FIRST_K,
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
     Fmt,
     OnPageError,
@@ -82,6 +83,7 @@ class PageIndexing:
         id_namespace: str | None = None,
         search_type: Literal["similarity", "mmr"] = "similarity",
         lexical: bool = True,
+        resolve_refs: bool = DEFAULT_RESOLVE_REFS,
         show_progress: bool = False,
     ) -> Self:
         """Index pages into a new ``vectorstore_cls`` and an in-memory docstore.
@@ -123,6 +125,7 @@ class PageIndexing:
             id_namespace=namespace,
             search_type=search_type,
             lexical=lexical,
+            resolve_refs=resolve_refs,
         )
 
     def add_documents(

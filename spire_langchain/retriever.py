@@ -21,6 +21,7 @@ from spire_core.options import (
     DEFAULT_FILL,
     DEFAULT_FIRST_K,
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
     Fmt,
 )
@@ -80,6 +81,10 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     maximal-marginal-relevance search (diverse hits; scored by rank). With ``tables`` (the
     default) the best-ranked tables are delivered as views that answer positional,
     neighbour and extreme questions (:func:`spire_core.query.table_views.table_views`).
+    With ``resolve_refs``, the references of each cited sentence are followed one hop into the
+    stored pages and what they name (a definition, a section head) is delivered as a citation of
+    its own under the same budget; a reference to a page not stored, or to an anchor gone from
+    its page, is reported on the citing citation (:mod:`spire_core.query.references`).
 
     Unit ids are made for ``id_namespace`` (default: the store's ``collection_name`` when
     it has one), so the same page in two collections of one table never shares ids; an
@@ -106,6 +111,9 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     #: fuse a BM25 index over every sentence of the stored pages with the vector ranking (results are
     #: then scored by reciprocal rank fusion, not by the store's numbers)
     lexical: bool = True
+    #: follow the references of cited sentences one hop into the stored pages and deliver what they
+    #: name as citations of their own, under the same budget (``spire_core.query.references``)
+    resolve_refs: bool = DEFAULT_RESOLVE_REFS
 
     _documents: DocumentCache = PrivateAttr()
     _lexicon: Lexicon = PrivateAttr()
@@ -149,6 +157,7 @@ class SpireRetriever(PageIndexing, BaseRetriever):
             fill=self.fill,
             tables=self.tables,
             max_pages=self.k,
+            resolve_refs=self.resolve_refs,
         )
 
     def _raw(self, query: str, n: int, kwargs: dict[str, Any]) -> Scored:

@@ -13,7 +13,7 @@ from langchain_core.runnables.config import RunnableConfig, run_in_executor
 from spire_core import HTML, Policy, parse_page, seeds, unit_id
 from spire_core import Document as SpireDocument
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
-from spire_core.results.schema import unit_metadata, unit_namespace, user_metadata
+from spire_core.results.schema import seed_metadata, unit_namespace, user_metadata
 from spire_runtime.pages import declared_kind_of
 
 from ._source import source_id
@@ -81,7 +81,7 @@ class SpireTransformer(BaseDocumentTransformer):
             LCDocument(
                 id=unit_id(source, seed.paths, namespace=namespace),
                 page_content=seed.text,
-                metadata={**base, **unit_metadata(source, seed.paths, seed.begin, seed.members)},
+                metadata={**base, **seed_metadata(source, seed)},
             )
             for seed in units
         ]

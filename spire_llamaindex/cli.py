@@ -2,7 +2,7 @@
 
     spire index PAGES_DIR --store DIR
     spire index PAGES_DIR --db postgresql://... [--ray local|ADDRESS --workers N]   (docs/scale.md)
-    spire query --store DIR "question" [--budget N] [--llm-base-url URL --llm-model NAME] [--json]
+    spire query --store DIR "question" [--budget N] [--resolve-refs] [--llm-base-url URL --llm-model NAME] [--json]
     spire query --db postgresql://... "question"
     spire show --store DIR 'DOC_ID#PATHS' --out FILE.html
     spire serve --store DIR [--host 127.0.0.1 --port 8765]   (GET /query?q=..., /health: JSON)
@@ -83,6 +83,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     query.add_argument(
         "--top-k", type=int, default=DEFAULT_FIRST_K, help=f"sentence hits searched first (default {DEFAULT_FIRST_K})"
+    )
+    query.add_argument(
+        "--resolve-refs",
+        action="store_true",
+        help="follow each cited sentence's links one hop into the indexed pages and cite what they name "
+        "(a definition, a section head) within the same budget; a link it cannot follow is reported",
     )
     _llm_arguments(query)
     query.add_argument("--json", action="store_true", help="print JSON")
@@ -340,10 +346,17 @@ def _query(args: argparse.Namespace) -> int:
         from .postgres import postgres_index
         from .retriever import SpireRetriever
 
-        retriever = SpireRetriever(postgres_index(args.db, table=args.table), budget=args.budget, first_k=args.top_k)
+        retriever = SpireRetriever(
+            postgres_index(args.db, table=args.table),
+            budget=args.budget,
+            first_k=args.top_k,
+            resolve_refs=args.resolve_refs,
+        )
     else:
         _warn_incomplete(read_manifest(args.store), args.store)  # a clear error before the model loads
-        retriever = load_store(args.store).retriever(budget=args.budget, first_k=args.top_k)
+        retriever = load_store(args.store).retriever(
+            budget=args.budget, first_k=args.top_k, resolve_refs=args.resolve_refs
+        )
     from .serve import payload_of, query_nodes
 
     nodes, report = query_nodes(retriever, args.question, llm=_llm(args))

@@ -18,7 +18,7 @@ from spire_core import HTML, NotHTMLError, Policy, SpireError, policy_named, see
 from spire_core.options import DEFAULT_UNIT, Fmt, Unit
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.reading.files import PAGE_SUFFIXES as PAGE_SUFFIXES  # the pages ``spire index`` reads
-from spire_core.results.schema import SPIRE_KEYS, unit_metadata, user_metadata
+from spire_core.results.schema import SPIRE_KEYS, seed_metadata, user_metadata
 
 from ._source import log, parse_source, source_text
 
@@ -131,7 +131,7 @@ class SpireNodeParser(NodeParser):
                 TextNode(
                     id_=unit_id(doc_id, seed.paths),
                     text=seed.text,
-                    metadata={**base, **unit_metadata(doc_id, seed.paths, seed.begin, seed.members)},
+                    metadata={**base, **seed_metadata(doc_id, seed)},
                     excluded_embed_metadata_keys=list(embed_hidden),
                     excluded_llm_metadata_keys=list(llm_hidden),
                     metadata_separator=source.metadata_separator,

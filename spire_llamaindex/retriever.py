@@ -28,6 +28,7 @@ from spire_core.options import (
     DEFAULT_FILL,
     DEFAULT_FIRST_K,
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
     Fmt,
     OnPageError,
@@ -127,7 +128,11 @@ class SpireRetriever(BaseRetriever):
     query and kept in step with the docstore) is fused with the vector ranking, so a sentence
     naming the question's rare words is found even when its passage's vector averages it away;
     it is off with ``filters``, which it cannot apply. With it, hits and results are scored by
-    reciprocal rank fusion (what the fused order is), not by the store's similarity.
+    reciprocal rank fusion (what the fused order is), not by the store's similarity. With
+    ``resolve_refs``, the references of each cited sentence are followed one hop into the stored
+    pages and what they name (a definition, a section head) is delivered as a citation of its own
+    under the same budget; a reference to a page not stored, or to an anchor gone from its page,
+    is reported on the citing citation (:mod:`spire_core.query.references`).
     ``filters`` (``MetadataFilters``) and ``search_kwargs``
     (``VectorIndexRetriever``'s other options) go to the vector store query. The query itself is
     :func:`spire_core.pipeline.retrieve`: hits whose page is missing are skipped with an ERROR
@@ -150,6 +155,7 @@ class SpireRetriever(BaseRetriever):
         filters: MetadataFilters | None = None,
         search_kwargs: dict[str, Any] | None = None,
         lexical: bool = True,
+        resolve_refs: bool = DEFAULT_RESOLVE_REFS,
         cache_size: int = 64,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -164,6 +170,7 @@ class SpireRetriever(BaseRetriever):
             max_rounds=max_rounds,
             fill=fill,
             tables=tables,
+            resolve_refs=resolve_refs,
         )
         if docstore is None:
             if not isinstance(index, VectorStoreIndex):
@@ -189,6 +196,7 @@ class SpireRetriever(BaseRetriever):
     max_rounds = property(lambda self: self.options.max_rounds)
     fill = property(lambda self: self.options.fill)
     tables = property(lambda self: self.options.tables)
+    resolve_refs = property(lambda self: self.options.resolve_refs)
 
     # -- construction ------------------------------------------------------------------
     @classmethod

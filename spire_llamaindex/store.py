@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spire_core import HTML, NONE, SpireError
-from spire_core.options import DEFAULT_BUDGET, DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE
+from spire_core.options import (
+    DEFAULT_BUDGET,
+    DEFAULT_FILL,
+    DEFAULT_FIRST_K,
+    DEFAULT_MAX_ROUNDS,
+    DEFAULT_RESOLVE_REFS,
+    DEFAULT_SIZE,
+)
 from spire_core.query.lexical import INDEX_FILE, LexicalIndex, Lexicon
 from spire_core.size import SizeFn
 
@@ -189,6 +196,7 @@ class Store:
         fill: float = DEFAULT_FILL,
         cache_size: int = 64,
         lexical: bool = True,
+        resolve_refs: bool = DEFAULT_RESOLVE_REFS,
     ) -> SpireRetriever:
         """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does
         (its BM25 index starts from the one saved with the store)."""
@@ -205,6 +213,7 @@ class Store:
             fill=fill,
             cache_size=cache_size,
             lexical=lexical,
+            resolve_refs=resolve_refs,
         )
         if retriever.lexicon is not None and self.lexical is not None:
             retriever.lexicon.restore(self.lexical)

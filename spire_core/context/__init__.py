@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from spire_core.context.definitions import DefinitionsRule
 from spire_core.context.headers import HeadersRule
 from spire_core.context.lead_ins import ListLeadInRule
 from spire_core.context.lists import ListsRule
@@ -32,11 +33,26 @@ TERM_BLOCKS = Policy([TermBlockRule()], "term-blocks")
 IDIOMS = compose(TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS)
 #: The HTML-aware policy (Definition 5): the union of the four rules of the paper and the idiom rules.
 HTML = compose(TITLE, HEADERS, LISTS, TABLES, IDIOMS)
+#: The glossary-aware policy (Section 2.3.6): a mention of a term defined on the page brings its
+#: definition (:mod:`spire_core.context.definitions`); ``HTML | DEFINITIONS`` adds it to the default.
+DEFINITIONS = Policy([DefinitionsRule()], "definitions")
 
 
 _BUILT_IN = {
     p.name: p
-    for p in (HTML, NONE, TITLE, HEADERS, LISTS, TABLES, TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS)
+    for p in (
+        HTML,
+        NONE,
+        TITLE,
+        HEADERS,
+        LISTS,
+        TABLES,
+        TABLE_TITLES,
+        EMPTY_HEADER_ROWS,
+        LEAD_INS,
+        TERM_BLOCKS,
+        DEFINITIONS,
+    )
 }
 
 
@@ -62,6 +78,7 @@ def global_context(doc: Document, paths: Iterable[Path], policy: Policy = HTML) 
 
 
 __all__ = [
+    "DEFINITIONS",
     "EMPTY_HEADER_ROWS",
     "HEADERS",
     "HTML",

@@ -37,6 +37,7 @@ from typing import Literal
 from spire_core.context import HTML, Policy
 from spire_core.context.headers import headings
 from spire_core.context.policy import MAX_CONTEXT_CHARS, over_bounds
+from spire_core.document.links import Reference, references
 from spire_core.document.paths import down_indices
 from spire_core.document.render import render_indices
 from spire_core.document.tree import LRU, SENTINELS, Document, Memo, Path
@@ -70,6 +71,8 @@ class Passage:
     members: tuple[frozenset[Path], ...]
     #: ``render(global_context(paths))`` (the nearest part of a context over the bounds): the text to embed
     text: str
+    #: the references its members' text makes (:func:`~spire_core.document.links.references`)
+    references: tuple[Reference, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -243,6 +246,7 @@ def _emit(
             begin=members[0][0].begin,
             members=member_paths,
             text=text,
+            references=references(doc, nodes),
         )
     ]
 

@@ -14,6 +14,7 @@ from threading import Lock
 from typing import get_args
 
 from spire_core.context import HTML, Policy
+from spire_core.document.links import Reference, references
 from spire_core.document.render import render_indices
 from spire_core.document.tree import INLINE_TAGS, Document, Path
 from spire_core.indexing.passages import ContextBudget, passages
@@ -41,6 +42,8 @@ class Seed:
     own_text: str
     #: the sentence path sets a hit on this seed cites (a passage's members; else the seed itself)
     members: tuple[frozenset[Path], ...] = ()
+    #: the references its text makes (:mod:`spire_core.document.links`): recorded, never embedded
+    references: tuple[Reference, ...] = ()
 
 
 def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: Unit = "sentence") -> list[Seed]:
@@ -61,6 +64,7 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: 
                 text=p.text,
                 own_text=" ".join(by_paths[m] for m in p.members),
                 members=p.members,
+                references=p.references,
             )
             for p in passages(doc, policy=policy, fmt=fmt)
         ]
@@ -82,6 +86,7 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: 
             text=budget.spend(render_indices(doc, set(nodes) if budget.low else policy.nearest(doc, nodes), fmt=fmt)),
             own_text=own,
             members=(doc.to_paths(nodes),),
+            references=references(doc, nodes),
         )
         for anchor, nodes, own in groups
     ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from spire_core.context import HTML, Policy
 from spire_core.document.render import render_indices
@@ -28,11 +29,28 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Hit:
-    """One ranked search result: a seed path set of a document and its similarity."""
+    """One ranked search result: a seed path set of a document and its similarity.
+
+    ``referenced_by`` is set on a hit that follows a reference (``resolve_refs``): the key of the
+    citation making it, which its own citation then names.
+    """
 
     doc_id: str
     paths: frozenset[Path]
     score: float
+    referenced_by: str | None = field(default=None, compare=False)
+
+
+class Follow(Protocol):
+    """What :func:`aggregate` offers after an admitted hit (query-time resolution of references)."""
+
+    def __call__(self, hit: Hit) -> Sequence[Hit]:
+        """The hits ``hit``'s references name, offered right after it once it is admitted."""
+        ...
+
+    def wants(self, hit: Hit) -> bool:
+        """Whether ``hit`` may name anything (else a run of hits is admitted as usual)."""
+        ...
 
 
 @dataclass
@@ -136,8 +154,11 @@ def _least_added(size: SizeFn, texts: Sequence[str]) -> int:
 
 
 class _Admission:
-    def __init__(self, documents: Documents, budget: int, size: SizeFn, policy: Policy, fmt: Fmt) -> None:
+    def __init__(
+        self, documents: Documents, budget: int, size: SizeFn, policy: Policy, fmt: Fmt, follow: Follow | None = None
+    ) -> None:
         self.get = document_lookup(documents)
+        self.follow = follow
         self.budget = budget
         self.size = size
         self.policy = policy
@@ -153,8 +174,13 @@ class _Admission:
         """Consecutive hits of one document (a passage's members), tried in order as :meth:`offer`
         would, with fewer renderings: the longest prefix that fits is found by bisection and
         admitted with one rendering of its union, the hit after it is rejected, the rest are
-        offered one by one. A rendering only grows with its path set, so the same hits are admitted."""
-        done = self._admit_prefix(hits) if len(hits) > 1 else 0
+        offered one by one. A rendering only grows with its path set, so the same hits are admitted.
+        With ``follow``, a run holding a hit that may name something is offered hit by hit, so that
+        what each names comes right after it."""
+        # following references offers what each admitted hit names right after it: one by one
+        follow = self.follow
+        alone = follow is not None and any(follow.wants(hit) for hit in hits)
+        done = self._admit_prefix(hits) if len(hits) > 1 and not alone else 0
         for hit in hits[done:]:
             self.offer(hit)
 
@@ -212,8 +238,10 @@ class _Admission:
         self.total += cost - before
         for hit, (seed, _), (_, own_text) in zip(hits[:m], frozen, owns, strict=False):
             group.seeds |= seed
-            group.citations.append(Citation(doc_id, hit.paths, own_text, hit.score))
+            group.citations.append(Citation(doc_id, hit.paths, own_text, hit.score, referenced_by=hit.referenced_by))
         group.context, group.text, group.cost = context, text, cost
+        for hit in hits[:m]:
+            self.followed(hit)
         return consumed
 
     def offer(self, hit: Hit) -> None:
@@ -245,8 +273,15 @@ class _Admission:
         self.total += cost - group.cost
         group.seeds |= seed
         group.context, group.text, group.cost = context, text, cost
-        group.citations.append(Citation(hit.doc_id, hit.paths, own_text, hit.score))
+        group.citations.append(Citation(hit.doc_id, hit.paths, own_text, hit.score, referenced_by=hit.referenced_by))
         self.groups.setdefault(hit.doc_id, group)
+        self.followed(hit)
+
+    def followed(self, hit: Hit) -> None:
+        """Offer what the admitted ``hit``'s references name, right after it (``follow``)."""
+        if self.follow is not None:
+            for more in self.follow(hit):
+                self.offer(more)
 
     def merged(
         self, doc: Document, group: _Group | None, owns: Sequence[tuple[frozenset[int], str]]
@@ -301,19 +336,23 @@ def aggregate(
     first_k: int = DEFAULT_FIRST_K,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     fill: float = DEFAULT_FILL,
+    follow: Follow | None = None,
 ) -> list[Subdocument]:
     """Merge ranked ``hits`` per document under ``budget`` (measured by ``size`` on renderings).
 
     ``hits`` is a ranked sequence or a search callable ``k -> top-k hits``; the prefix
     considered starts at ``first_k`` and doubles while the result is under
     ``fill * budget`` (at most ``max_rounds`` rounds). ``documents`` maps a document id to
-    its :class:`Document`. Returns one :class:`Subdocument` per document, best rank first.
+    its :class:`Document`. With ``follow``, the hits ``follow(hit)`` returns for each admitted
+    hit are offered right after it, under the same budget (query-time resolution of references:
+    :class:`~spire_core.query.references.Resolver`). Returns one :class:`Subdocument` per
+    document, best rank first.
     """
     if budget <= 0:
         raise BudgetError(f"budget must be positive, not {budget}")
     if first_k <= 0 or max_rounds <= 0:
         raise ValueError("first_k and max_rounds must be positive")
-    state = _Admission(documents, budget, size, policy, fmt)
+    state = _Admission(documents, budget, size, policy, fmt, follow)
     k = first_k
     done = 0
     ranked: Sequence[Hit] = ()

@@ -6,18 +6,26 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from spire_core.document.links import Reference
 from spire_core.document.paths import decode_paths, encode_paths
 from spire_core.document.tree import Path
 
 
 @dataclass(frozen=True)
 class Citation:
-    """One citable piece of evidence: ``paths`` of document ``doc_id``, rendered as ``text``."""
+    """One citable piece of evidence: ``paths`` of document ``doc_id``, rendered as ``text``.
+
+    ``references`` are the references its text makes (:mod:`spire_core.document.links`), recorded
+    beside the text and never substituted into it; ``referenced_by`` is, for a citation delivered
+    by following a reference (``resolve_refs``), the key of the citation that makes the reference.
+    """
 
     doc_id: str
     paths: frozenset[Path]
     text: str
     score: float | None = field(default=None, compare=False)
+    references: tuple[Reference, ...] = field(default=(), compare=False)
+    referenced_by: str | None = field(default=None, compare=False)
 
     def key(self) -> str:
         """A stable identifier: ``doc_id#encoded-paths``."""
@@ -29,13 +37,26 @@ class Citation:
         out: dict[str, Any] = {"doc_id": self.doc_id, "paths": paths, "text": self.text}
         if self.score is not None:
             out["score"] = self.score
+        if self.references:
+            out["references"] = [r.to_dict() for r in self.references]
+        if self.referenced_by is not None:
+            out["referenced_by"] = self.referenced_by
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Citation:
         paths = data["paths"]
         decoded = decode_paths(paths) if isinstance(paths, str) else frozenset(tuple(p) for p in paths)
-        return cls(str(data["doc_id"]), decoded, str(data["text"]), data.get("score"))
+        refs = data.get("references") or ()
+        by = data.get("referenced_by")
+        return cls(
+            str(data["doc_id"]),
+            decoded,
+            str(data["text"]),
+            data.get("score"),
+            tuple(Reference.from_dict(r) for r in refs if isinstance(r, dict)),
+            by if isinstance(by, str) else None,
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False)

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from spire_core.context import HTML, Policy, global_context
+from spire_core.document.links import Reference, decode_references, encode_references
 from spire_core.document.paths import (
     LEGACY_PATH_SEPARATOR,
     PATH_SEPARATOR,
@@ -24,12 +25,14 @@ from spire_core.document.paths import (
 )
 from spire_core.document.render import render
 from spire_core.document.tree import Path
-from spire_core.errors import SchemaVersionError
+from spire_core.errors import PathFormatError, SchemaVersionError
 from spire_core.indexing.passages import decode_members, encode_members
+from spire_core.indexing.units import Seed
 from spire_core.options import DEFAULT_SIZE, Fmt
 from spire_core.query.aggregate import Documents, Subdocument, document_lookup
 from spire_core.query.citation import Citation
 from spire_core.query.evidence import Selection
+from spire_core.query.references import with_references
 from spire_core.size import SizeFn
 
 #: the page (source document) id
@@ -52,13 +55,17 @@ CITATIONS = "spire_citations"
 FILTER = "spire_filter"
 #: the ids of a stored page's units (to delete them when the page changes)
 UNIT_IDS = "spire_ids"
+#: the references a unit's text makes (:func:`~spire_core.document.links.encode_references`: a
+#: compact JSON list in one string, flat metadata); absent when it makes none. A citation carries its own
+#: under ``references`` in its :meth:`Citation.to_dict`.
+REFERENCES = "spire_refs"
 #: the version of this schema a unit or result was written with (absent: version 1)
 SCHEMA = "spire_schema"
 #: the schema this SPIRE writes and the newest it reads; bumped when a key changes meaning
 #: (2: path sets are separated by ``,``, shell-safe; version 1's ``;`` is still read)
 SCHEMA_VERSION = 2
 #: every key SPIRE writes; stripped from a source's metadata and hidden from embedded/LLM text
-SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, MEMBERS, SEEDS, COST, SCORE, CITATIONS, FILTER, UNIT_IDS, SCHEMA)
+SPIRE_KEYS = (DOC_ID, PATHS, BEGIN, MEMBERS, SEEDS, COST, SCORE, CITATIONS, FILTER, UNIT_IDS, REFERENCES, SCHEMA)
 
 #: Namespace of unit ids (a later collection may bring its own).
 UNIT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/spire-retrieval/spire/unit")
@@ -98,9 +105,14 @@ def user_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def unit_metadata(
-    doc_id: str, paths: Iterable[Path], begin: Path, members: Sequence[frozenset[Path]] = ()
+    doc_id: str,
+    paths: Iterable[Path],
+    begin: Path,
+    members: Sequence[frozenset[Path]] = (),
+    references: Sequence[Reference] = (),
 ) -> dict[str, Any]:
-    """The SPIRE metadata of one indexed unit (seed); a passage's ``members`` when it has several."""
+    """The SPIRE metadata of one indexed unit (seed); a passage's ``members`` when it has several,
+    the ``references`` its text makes when it makes any."""
     meta: dict[str, Any] = {
         DOC_ID: doc_id,
         PATHS: encode_paths(paths),
@@ -109,7 +121,25 @@ def unit_metadata(
     }
     if len(members) > 1:
         meta[MEMBERS] = encode_members(members)
+    if references:
+        meta[REFERENCES] = encode_references(references, doc_id)
     return meta
+
+
+def seed_metadata(doc_id: str, seed: Seed) -> dict[str, Any]:
+    """:func:`unit_metadata` of an indexed :class:`~spire_core.Seed` (what both adapters store)."""
+    return unit_metadata(doc_id, seed.paths, seed.begin, seed.members, seed.references)
+
+
+def references_of(metadata: Mapping[str, Any]) -> tuple[Reference, ...]:
+    """The references a unit's metadata records (empty when none, or when they do not decode)."""
+    text, doc_id = metadata.get(REFERENCES), metadata.get(DOC_ID)
+    if not isinstance(text, str) or not text:
+        return ()
+    try:
+        return decode_references(text, doc_id if isinstance(doc_id, str) else None)
+    except PathFormatError:
+        return ()
 
 
 #: Encoded path sets decoded per process (least recently used forgotten): a search returns the
@@ -227,7 +257,7 @@ def subdocuments(
         text = render(doc, paths, fmt=fmt)
         best = max((c.score for c in cited if c.score is not None), default=0.0)
         score = scores[doc_id] if scores is not None and doc_id in scores else best
-        out.append(Subdocument(doc_id, seeds, paths, text, size(text), score, list(cited)))
+        out.append(Subdocument(doc_id, seeds, paths, text, size(text), score, with_references(doc, cited)))
     return out
 
 

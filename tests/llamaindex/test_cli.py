@@ -243,6 +243,36 @@ def test_markdown_pages_are_indexed_queried_and_highlighted(
     assert PHRASE in page.read_text(encoding="utf-8")
 
 
+def test_query_json_names_the_references_of_each_citation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], embed_model: Any
+) -> None:
+    from tests.test_references import PAGES
+
+    pages = tmp_path / "pages"
+    for name, html in PAGES.items():
+        (pages / name).parent.mkdir(parents=True, exist_ok=True)
+        (pages / name).write_text(html, encoding="utf-8")
+    store = tmp_path / "store"
+    assert run(capsys, "index", pages, "--store", store, "--quiet")[0] == 0
+    code, out, _ = run(capsys, "query", "--store", store, "which record carries an LSN", "--json")
+    assert code == 0
+    cit = next(c for r in json.loads(out)["results"] for c in r["citations"] if "carries" in c["text"])
+    assert cit["doc_id"] == "guide/config.html"
+    same, other, external = cit["references"]
+    assert same["doc_id"] == "guide/config.html" and same["anchor"] == "term-wal" and same["paths"]
+    assert other == {"doc_id": "glossary.html", "anchor": "term-lsn"}
+    assert external == {"url": "https://example.org/wal"}
+    # --resolve-refs: the glossary's definition is cited beside it, within the budget
+    code, out, _ = run(capsys, "query", "--store", store, "which record carries an LSN", "--json", "--resolve-refs")
+    assert code == 0
+    payload = json.loads(out)
+    cits = [c for r in payload["results"] for c in r["citations"]]
+    cit = next(c for c in cits if "carries" in c["text"])
+    lsn = next(c for c in cits if c.get("referenced_by") == cit["id"] and c["doc_id"] == "glossary.html")
+    assert "a byte position in the WAL stream" in lsn["text"] and cit["references"][1]["cited"] == lsn["id"]
+    assert sum(r["cost"] for r in payload["results"]) <= payload["budget"]
+
+
 def test_startup_needs_no_framework() -> None:
     """``spire --help`` and the commands that fail before any model imports neither LlamaIndex nor nltk."""
     code = (
