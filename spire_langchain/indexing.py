@@ -106,7 +106,7 @@ class PageIndexing:
         vectorstore = _embed(vectorstore_cls, pieces, embeddings or default_embeddings(), store_kwargs, show_progress)
         store: BaseStore[str, LCDocument] = docstore if docstore is not None else InMemoryStore()
         store.mset([(source, _record(page, ps)) for source, page, ps in prepared])
-        return cls(
+        retriever = cls(
             vectorstore=vectorstore,
             docstore=store,
             transformer=transformer,
@@ -127,6 +127,9 @@ class PageIndexing:
             lexical=lexical,
             resolve_refs=resolve_refs,
         )
+        if lexical:
+            retriever._lexicon.refresh()  # built now, not at the first question
+        return retriever
 
     def add_documents(
         self, documents: Iterable[LCDocument], *, force: bool = False, errors: OnPageError = "raise"

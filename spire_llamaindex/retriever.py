@@ -124,8 +124,9 @@ class SpireRetriever(BaseRetriever):
     against ``budget`` with ``size``), its score the best hit's, its metadata
     :func:`spire_core.to_metadata` (``spire_citations``: one citation per admitted sentence),
     hidden from the LLM-visible text. With ``lexical`` (the default), a BM25 index over every
-    sentence of the stored pages (:class:`spire_core.query.lexical.Lexicon`, built at the first
-    query and kept in step with the docstore) is fused with the vector ranking, so a sentence
+    sentence of the stored pages (:class:`spire_core.query.lexical.Lexicon`: built by
+    ``from_documents``, read from a ``spire index`` store, else built at the first query; kept
+    in step with the docstore) is fused with the vector ranking, so a sentence
     naming the question's rare words is found even when its passage's vector averages it away;
     it is off with ``filters``, which it cannot apply. With it, hits and results are scored by
     reciprocal rank fusion (what the fused order is), not by the store's similarity. With
@@ -224,12 +225,15 @@ class SpireRetriever(BaseRetriever):
             source = next((d for d in documents if d.node_id == page), None)
             where = source.metadata.get("file_path") if source is not None else None
             log.error("page %r%s left out: %s", page, f" ({where})" if where else "", reason)
-        return cls(
+        retriever = cls(
             index,
             policy=parser.policy if policy is None else policy,
             fmt=parser.fmt if fmt is None else fmt,
             **options,
         )
+        if retriever.lexicon is not None:
+            retriever.lexicon.refresh()  # built now, not at the first question
+        return retriever
 
     def as_query_engine(self, llm: LLM | None = None, **kwargs: Any) -> RetrieverQueryEngine:
         """A ``RetrieverQueryEngine`` answering from this retriever's evidence (``kwargs`` go to

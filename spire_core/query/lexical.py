@@ -372,6 +372,12 @@ class Lexicon:
         self._stale.clear()
         self._checked = time.monotonic()
 
+    def refresh(self) -> None:
+        """Bring the index in step with the pages now (an application that just indexed its
+        pages calls it, so that its first question does not wait for it)."""
+        with self._lock:
+            self._sync(now=True)
+
     def save(self, folder: str | FsPath) -> None:
         """Bring the index in step with the pages now and write it to ``folder`` (:meth:`LexicalIndex.save`)."""
         with self._lock:
