@@ -5,7 +5,7 @@
     spire query --store DIR "question" [--budget N] [--resolve-refs] [--llm-base-url URL --llm-model NAME] [--json]
     spire query --db postgresql://... "question"
     spire show --store DIR 'DOC_ID#PATHS' --out FILE.html
-    spire serve --store DIR [--host 127.0.0.1 --port 8765]   (GET /query?q=..., /health: JSON)
+    spire serve --store DIR [--host 127.0.0.1 --port 8765] [--resolve-refs]   (GET /query?q=..., /health: JSON)
 
 Everything runs offline with the packaged embedding model. Exit codes: 0 success, 1 some
 pages could not be indexed (the others were), 2 usage or input error (one line on stderr).
@@ -84,12 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--top-k", type=int, default=DEFAULT_FIRST_K, help=f"sentence hits searched first (default {DEFAULT_FIRST_K})"
     )
-    query.add_argument(
-        "--resolve-refs",
-        action="store_true",
-        help="follow each cited sentence's links one hop into the indexed pages and cite what they name "
-        "(a definition, a section head) within the same budget; a link it cannot follow is reported",
-    )
+    _resolve_refs_argument(query)
     _llm_arguments(query)
     query.add_argument("--json", action="store_true", help="print JSON")
 
@@ -103,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--top-k", type=int, default=DEFAULT_FIRST_K, help=f"default first hits (default {DEFAULT_FIRST_K})"
     )
+    _resolve_refs_argument(serve)
     _llm_arguments(serve)
 
     show = sub.add_parser("show", help="write a page with citations highlighted")
@@ -372,6 +368,15 @@ def _query(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resolve_refs_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--resolve-refs",
+        action="store_true",
+        help="follow each cited sentence's links one hop into the indexed pages and cite what they name "
+        "(a definition, a section head) within the same budget; a link it cannot follow is reported",
+    )
+
+
 # -- serve --------------------------------------------------------------------------------
 def _serve(args: argparse.Namespace) -> int:
     from .store import load_store, read_manifest
@@ -382,7 +387,9 @@ def _serve(args: argparse.Namespace) -> int:
     _warn_incomplete(read_manifest(args.store), args.store)
     from .serve import QueryService, SpireServer
 
-    service = QueryService(load_store(args.store), budget=args.budget, first_k=args.top_k, llm=_llm(args))
+    service = QueryService(
+        load_store(args.store), budget=args.budget, first_k=args.top_k, resolve_refs=args.resolve_refs, llm=_llm(args)
+    )
     service.warm()
     try:
         server = SpireServer(service, args.host, args.port)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from spire_core import SpireError
-from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K
+from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K, DEFAULT_RESOLVE_REFS
 
 if TYPE_CHECKING:
     from llama_index.core.llms import LLM
@@ -104,13 +104,16 @@ class QueryService:
         *,
         budget: int = DEFAULT_BUDGET,
         first_k: int = DEFAULT_FIRST_K,
+        resolve_refs: bool = DEFAULT_RESOLVE_REFS,
         llm: LLM | None = None,
         cache_size: int | None = None,
     ) -> None:
         self.store = store
         self.budget, self.first_k, self.llm = budget, first_k, llm
         self._cache_size = cache_size or max(64, len(store.manifest.get("documents", ())))
-        self._base = store.retriever(budget=budget, first_k=first_k, cache_size=self._cache_size)
+        self._base = store.retriever(
+            budget=budget, first_k=first_k, cache_size=self._cache_size, resolve_refs=resolve_refs
+        )
         self._retrievers: dict[tuple[int, int], SpireRetriever] = {(budget, first_k): self._base}
         self._lock = threading.Lock()
 
@@ -130,6 +133,7 @@ class QueryService:
                     policy=base.policy,
                     fmt=base.fmt,
                     first_k=first_k,
+                    resolve_refs=base.resolve_refs,
                 )
                 found.lexicon = base.lexicon  # one BM25 index, kept in step once
                 if len(self._retrievers) >= MAX_RETRIEVERS:

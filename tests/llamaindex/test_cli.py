@@ -271,6 +271,16 @@ def test_query_json_names_the_references_of_each_citation(
     lsn = next(c for c in cits if c.get("referenced_by") == cit["id"] and c["doc_id"] == "glossary.html")
     assert "a byte position in the WAL stream" in lsn["text"] and cit["references"][1]["cited"] == lsn["id"]
     assert sum(r["cost"] for r in payload["results"]) <= payload["budget"]
+    # spire serve --resolve-refs answers the same, with other budgets too
+    from spire_llamaindex.serve import QueryService
+    from spire_llamaindex.store import load_store
+
+    service = QueryService(load_store(store, embed_model=embed_model), resolve_refs=True)
+    for budget in (None, 600):
+        served = [
+            c for r in service.answer("which record carries an LSN", budget=budget)["results"] for c in r["citations"]
+        ]
+        assert any(c["doc_id"] == "glossary.html" and "a byte position in the WAL stream" in c["text"] for c in served)
 
 
 def test_startup_needs_no_framework() -> None:
