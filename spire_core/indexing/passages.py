@@ -38,7 +38,7 @@ from spire_core.context import HTML, Policy
 from spire_core.context.headers import headings
 from spire_core.context.policy import MAX_CONTEXT_CHARS, over_bounds
 from spire_core.document.paths import down_indices
-from spire_core.document.render import render_indices
+from spire_core.document.render import rendered
 from spire_core.document.tree import LRU, SENTINELS, Document, Memo, Path
 from spire_core.errors import PathFormatError, UnknownPathError
 from spire_core.options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
@@ -121,8 +121,10 @@ class ContextBudget:
             )
         return True
 
-    def spend(self, text: str) -> str:
-        self.left -= len(text)
+    def spend(self, text: str, nodes: int = 0) -> str:
+        """Charge a rendering of ``text`` from ``nodes`` nodes: its characters and its nodes (what
+        rendering it cost: a context of tiny sentences renders a node per character or two)."""
+        self.left -= len(text) + nodes
         return text
 
 
@@ -228,13 +230,13 @@ def _emit(
         closed = set(nodes) if bare else policy.nearest(doc, nodes)
     # a policy is a closure under per-node contributions: the closure of the union is the
     # union of the members' closures, which packing already holds
-    text = render_indices(doc, closed, fmt=fmt)
+    text, visited = rendered(doc, closed, fmt=fmt)
     if len(members) > 1 and size(text) > window:
         half = len(members) // 2
         return _emit(doc, members[:half], None, policy, fmt, window, size, budget, bare) + _emit(
             doc, members[half:], None, policy, fmt, window, size, budget, bare
         )
-    budget.spend(text)
+    budget.spend(text, visited)
     member_paths = tuple(s.paths for s, _ in members)
     return [
         Passage(
