@@ -96,7 +96,8 @@ def page_size(doc: Document) -> int:
 
 class ContextBudget:
     """The embedded text a page may still use: :data:`CONTEXT_PER_CHAR` x :func:`page_size`
-    + :data:`CONTEXT_PER_PAGE` characters at first, less every rendering made.
+    + :data:`CONTEXT_PER_PAGE` characters at first, less every rendering made (its characters,
+    or the nodes it visited where they are more: the rendering work is bounded too).
 
     While :attr:`low` (less than two full contexts left), units are embedded with their own
     nodes only, so a page's total embedded text is at most that budget plus, per unit, its own
@@ -122,9 +123,10 @@ class ContextBudget:
         return True
 
     def spend(self, text: str, nodes: int = 0) -> str:
-        """Charge a rendering of ``text`` from ``nodes`` nodes: its characters and its nodes (what
-        rendering it cost: a context of tiny sentences renders a node per character or two)."""
-        self.left -= len(text) + nodes
+        """Charge a rendering of ``text`` that visited ``nodes`` nodes: its characters, or its nodes
+        where they are more (nodes that show nothing, such as empty elements, cost a rendering
+        time all the same). No bench page's rendering visits more nodes than it shows characters."""
+        self.left -= max(len(text), nodes)
         return text
 
 
