@@ -225,11 +225,13 @@ def _emit(
 
     ``closed`` is what to render (:attr:`_Run.closed`), None for a half: its members' context
     is then taken afresh, the nearest part of it where it is over the bounds (none at all
-    when ``bare``: the run was packed without context).
+    when ``bare``, the run was packed without context, or once the budget is low: a run packed
+    with context and split after the budget ran low had each of its halves, down to single
+    sentences, rendered with context again).
     """
     nodes = [i for _, m in members for i in m]
-    if closed is None:
-        closed = set(nodes) if bare else policy.nearest(doc, nodes)
+    if closed is None:  # (a half of a run begun before the budget ran low: its context only while it lasts)
+        closed = set(nodes) if bare or budget.low else policy.nearest(doc, nodes)
     # a policy is a closure under per-node contributions: the closure of the union is the
     # union of the members' closures, which packing already holds
     text, visited = rendered(doc, closed, fmt=fmt)
