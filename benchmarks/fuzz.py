@@ -84,6 +84,7 @@ from spire_core import (
     subdoc,
     to_metadata,
 )
+from spire_core.document.render import render_indices
 from spire_core.indexing.passages import CONTEXT_PER_CHAR, CONTEXT_PER_PAGE, expand, page_size
 from spire_core.query.evidence import build_prompt, build_views
 from spire_core.results.schema import PATHS, members_of, unit_metadata
@@ -401,10 +402,14 @@ _FETCHING = frozenset(["src", "srcset", "poster", "background", "ping", "action"
 
 
 def _check_budget(doc: Document, units: list[Any], unit: str) -> None:
-    """A page's embedded text: within its context budget plus, per unit, its own words as rendered."""
+    """A page's embedded text: within its context budget plus, per unit, its own words as rendered
+    (its own nodes alone, what a unit past the budget embeds), and one unit's overshoot: what
+    :class:`~spire_core.indexing.passages.ContextBudget` promises. (The allowance for own words
+    had been an estimate, twice the page's text plus 64 characters a unit.)"""
     total = sum(len(u.text) for u in units)
-    own = sum(len(doc.text[i]) for i, t in enumerate(doc.tag) if t is None)
-    bound = CONTEXT_PER_CHAR * page_size(doc) + CONTEXT_PER_PAGE + 2 * own + 64 * len(units)
+    bare = sum(len(render_indices(doc, doc.indices(u.paths))) for u in units)
+    overshoot = max((len(u.text) for u in units), default=0)
+    bound = CONTEXT_PER_CHAR * page_size(doc) + CONTEXT_PER_PAGE + bare + overshoot
     _check(total <= bound, f"{unit} text {total} over the page's bound {bound}")
 
 

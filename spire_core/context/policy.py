@@ -205,6 +205,10 @@ class Policy:
 
 def _joined(table: Table, more: Table) -> Table:
     """Each node's entries of ``table`` and ``more`` together; a run of nodes sharing both shares the join."""
+    if not any(more):  # (a rule that contributes nothing on this page: most rules on most pages)
+        return table
+    if not any(table):
+        return more
     out: list[tuple[int, ...]] = []
     last_a: tuple[int, ...] | None = None
     last_b: tuple[int, ...] | None = None

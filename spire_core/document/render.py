@@ -36,6 +36,18 @@ TABLE_MEMO_SIZE = 32
 #: (table, its kept nodes packed, markdown) -> the blocks it renders to (the list prefixes they
 #: carry are the table's ancestors', which every rendering keeps)
 _TABLE_BLOCKS: Memo[LRU[tuple[int, bytes, bool], tuple[_Block, ...]]] = Memo(lambda doc: LRU(TABLE_MEMO_SIZE))
+#: A block element whose whole subtree (at most this many nodes) is kept is rendered from its
+#: remembered blocks: what a subtree renders to depends only on the subtree, its ancestors (all
+#: kept) and the list marker waiting on entry. Every unit under one label renders that label's
+#: items again: a flood of tiny list items under a heading rendered 4,000 nodes per unit.
+SUBTREE_NODES = 256
+#: Whole subtrees remembered rendered per document (least recently used forgotten).
+SUBTREE_MEMO_SIZE = 4096
+_SubtreeKey = tuple[int, str | None, bool]
+#: (block, the list marker waiting on entry, markdown) -> (its blocks, the marker waiting after it)
+_SUBTREES: Memo[LRU[_SubtreeKey, tuple[tuple[_Block, ...], str | None]]] = Memo(lambda doc: LRU(SUBTREE_MEMO_SIZE))
+#: an open block element: (its subtree's end, its index, the blocks before it, its memo key when remembered)
+_Open = tuple[int, int, int, _SubtreeKey | None]
 
 
 def render(
@@ -65,10 +77,22 @@ def render_indices(
     markers: Mapping[str, Iterable[int]] | None = None,
 ) -> str:
     """:func:`render` on node indices (no path conversion)."""
+    return rendered(doc, nodes, fmt=fmt, labels=labels, markers=markers)[0]
+
+
+def rendered(
+    doc: Document,
+    nodes: Iterable[int],
+    *,
+    fmt: Fmt = "markdown",
+    labels: Mapping[str, Iterable[int]] | None = None,
+    markers: Mapping[str, Iterable[int]] | None = None,
+) -> tuple[str, int]:
+    """:func:`render_indices`, and how many nodes the rendering visited (``Link(nodes)``: its cost)."""
     if fmt not in ("markdown", "text"):
         raise ValueError(f"fmt must be 'markdown' or 'text', not {fmt!r}")
     kept = link_order(doc, nodes)
-    return _Renderer(doc, kept, fmt == "markdown", _marks(doc, kept, labels or {}, markers or {})).run()
+    return _Renderer(doc, kept, fmt == "markdown", _marks(doc, kept, labels or {}, markers or {})).run(), len(kept)
 
 
 @dataclass
@@ -83,6 +107,8 @@ def _marks(
     doc: Document, kept: list[int], labels: Mapping[str, Iterable[int]], markers: Mapping[str, Iterable[int]]
 ) -> _Marks:
     marks = _Marks()
+    if not labels and not markers:
+        return marks
     keep = set(kept)
     for name, nodes in labels.items():
         texts = sorted(i for i in link_indices(doc, nodes) if i in keep and doc.tag[i] is None)
@@ -158,13 +184,14 @@ class _Renderer:
 
     # -- traversal -------------------------------------------------------------------
     def run(self) -> str:
-        doc, kept, buf, texts = self.doc, self.kept, self.buf, self.doc.text
-        open_: list[tuple[int, int]] = []  # (subtree end, index) of open block elements
+        doc, kept, buf, texts, end = self.doc, self.kept, self.buf, self.doc.text, self.doc.end
+        memo = None if self.marked else _SUBTREES(doc)
+        open_: list[_Open] = []
         k = 0
         while k < len(kept):
             i = kept[k]
             while open_ and open_[-1][0] <= i:
-                self.close(open_.pop()[1])
+                self.closed(open_.pop(), memo)
             tag = doc.tag[i]
             if tag is None:
                 buf.append(self.inline(i) if self.marked else texts[i])
@@ -183,13 +210,33 @@ class _Renderer:
                 k = bisect_left(kept, doc.end[i])
                 continue
             else:
+                stop = end[i]
+                size = stop - i
+                key = None
+                whole = k + size <= len(kept) and kept[k + size - 1] == stop - 1
+                if memo is not None and size <= SUBTREE_NODES and whole:
+                    self.flush()  # (what open does first) ends the text before it: the marker is then known
+                    key = (i, self.marker, self.markdown)
+                    got = memo.get(key)
+                    if got is not None:
+                        self.blocks.extend(got[0])
+                        self.marker = got[1]
+                        k += size
+                        continue
                 self.open(i, tag)
-                open_.append((doc.end[i], i))
+                open_.append((stop, i, len(self.blocks), key))
             k += 1
         while open_:
-            self.close(open_.pop()[1])
+            self.closed(open_.pop(), memo)
         self.flush()
         return self.join()
+
+    def closed(self, entry: _Open, memo: LRU[_SubtreeKey, tuple[tuple[_Block, ...], str | None]] | None) -> None:
+        """Close the open element of ``entry``, remembering what its whole subtree rendered to."""
+        _, i, start, key = entry
+        self.close(i)
+        if key is not None and memo is not None:
+            memo[key] = (tuple(self.blocks[start:]), self.marker)
 
     def join(self) -> str:
         out: list[str] = []

@@ -39,7 +39,7 @@ from spire_core.context.headers import headings
 from spire_core.context.policy import MAX_CONTEXT_CHARS, over_bounds
 from spire_core.document.links import Reference, references
 from spire_core.document.paths import down_indices
-from spire_core.document.render import render_indices
+from spire_core.document.render import rendered
 from spire_core.document.tree import LRU, SENTINELS, Document, Memo, Path
 from spire_core.errors import PathFormatError, UnknownPathError
 from spire_core.options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
@@ -99,7 +99,8 @@ def page_size(doc: Document) -> int:
 
 class ContextBudget:
     """The embedded text a page may still use: :data:`CONTEXT_PER_CHAR` x :func:`page_size`
-    + :data:`CONTEXT_PER_PAGE` characters at first, less every rendering made.
+    + :data:`CONTEXT_PER_PAGE` characters at first, less every rendering made (its characters,
+    or the nodes it visited where they are more: the rendering work is bounded too).
 
     While :attr:`low` (less than two full contexts left), units are embedded with their own
     nodes only, so a page's total embedded text is at most that budget plus, per unit, its own
@@ -124,8 +125,11 @@ class ContextBudget:
             )
         return True
 
-    def spend(self, text: str) -> str:
-        self.left -= len(text)
+    def spend(self, text: str, nodes: int = 0) -> str:
+        """Charge a rendering of ``text`` that visited ``nodes`` nodes: its characters, or its nodes
+        where they are more (nodes that show nothing, such as empty elements, cost a rendering
+        time all the same). No bench page's rendering visits more nodes than it shows characters."""
+        self.left -= max(len(text), nodes)
         return text
 
 
@@ -224,20 +228,22 @@ def _emit(
 
     ``closed`` is what to render (:attr:`_Run.closed`), None for a half: its members' context
     is then taken afresh, the nearest part of it where it is over the bounds (none at all
-    when ``bare``: the run was packed without context).
+    when ``bare``, the run was packed without context, or once the budget is low: a run packed
+    with context and split after the budget ran low had each of its halves, down to single
+    sentences, rendered with context again).
     """
     nodes = [i for _, m in members for i in m]
-    if closed is None:
-        closed = set(nodes) if bare else policy.nearest(doc, nodes)
+    if closed is None:  # (a half of a run begun before the budget ran low: its context only while it lasts)
+        closed = set(nodes) if bare or budget.low else policy.nearest(doc, nodes)
     # a policy is a closure under per-node contributions: the closure of the union is the
     # union of the members' closures, which packing already holds
-    text = render_indices(doc, closed, fmt=fmt)
+    text, visited = rendered(doc, closed, fmt=fmt)
     if len(members) > 1 and size(text) > window:
         half = len(members) // 2
         return _emit(doc, members[:half], None, policy, fmt, window, size, budget, bare) + _emit(
             doc, members[half:], None, policy, fmt, window, size, budget, bare
         )
-    budget.spend(text)
+    budget.spend(text, visited)
     member_paths = tuple(s.paths for s, _ in members)
     return [
         Passage(

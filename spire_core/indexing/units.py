@@ -15,7 +15,7 @@ from typing import get_args
 
 from spire_core.context import HTML, Policy
 from spire_core.document.links import Reference, references
-from spire_core.document.render import render_indices
+from spire_core.document.render import rendered
 from spire_core.document.tree import INLINE_TAGS, Document, Path
 from spire_core.indexing.passages import ContextBudget, passages
 from spire_core.options import Fmt, Unit
@@ -78,18 +78,22 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: 
             continue
         groups.append((anchor, nodes, s.text))
     budget = ContextBudget(doc)  # past it, a unit is embedded without context
-    return [
-        Seed(
-            doc_id=doc.doc_id,
-            paths=doc.to_paths(nodes),
-            begin=doc.path(anchor),
-            text=budget.spend(render_indices(doc, set(nodes) if budget.low else policy.nearest(doc, nodes), fmt=fmt)),
-            own_text=own,
-            members=(doc.to_paths(nodes),),
-            references=references(doc, nodes),
+    out: list[Seed] = []
+    for anchor, nodes, own in groups:
+        closed = set(nodes) if budget.low else policy.nearest(doc, nodes)
+        paths = doc.to_paths(nodes)
+        out.append(
+            Seed(
+                doc_id=doc.doc_id,
+                paths=paths,
+                begin=doc.path(anchor),
+                text=budget.spend(*rendered(doc, closed, fmt=fmt)),
+                own_text=own,
+                members=(paths,),
+                references=references(doc, nodes),
+            )
         )
-        for anchor, nodes, own in groups
-    ]
+    return out
 
 
 def _block_of(doc: Document, node: int) -> int:

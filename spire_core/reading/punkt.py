@@ -134,8 +134,24 @@ def _piece_end(text: str, start: int) -> int:
     return hi
 
 
+#: Texts up to this long are segmented once per process (:func:`_short_spans`): pages repeat
+#: short texts (table cells, list items, menu entries), each a Punkt call of its own.
+SHORT_TEXT = 256
+
+
 def _spans(text: str, language: str) -> list[tuple[int, int]]:
     """:func:`sentence_spans` of a text of at most :data:`MAX_PUNKT_CHARS`."""
+    if len(text) <= SHORT_TEXT:
+        return list(_short_spans(text, language))
+    return _punkt_spans(text, language)
+
+
+@lru_cache(maxsize=4096)
+def _short_spans(text: str, language: str) -> tuple[tuple[int, int], ...]:
+    return tuple(_punkt_spans(text, language))
+
+
+def _punkt_spans(text: str, language: str) -> list[tuple[int, int]]:
     punkt = tokenizer(language)  # (raises ValueError for a language that does not ship)
     if ("." not in text and "?" not in text and "!" not in text) or _candidates(language).search(text) is None:
         # Punkt breaks only at a match of its candidate pattern (a sentence-end character

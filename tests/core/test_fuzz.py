@@ -67,3 +67,12 @@ def test_the_generator_makes_the_issue_36_shapes() -> None:
     assert any(isinstance(p, bytes) and p[1:2] == b"\x00" for p in pages)  # UTF-16 LE without a BOM
     assert any("<svg>" in t for t in text) and any("<li>x. y.</li>" in t for t in text)
     assert any("\uff1c" in t or "\u200b" in t for t in text) and any("\f" in t and t.count("<i>") > 2000 for t in text)
+
+
+def test_a_run_split_after_the_budget_ran_low_embeds_its_halves_without_context() -> None:
+    """Seed 1013932: a run of sentences under deeply nested quotes, packed with context before the
+    page's context budget ran low, was too long for the model's window once rendered and was split,
+    down to single sentences, each half rendered with its context again: 87 passages of 808
+    characters past the budget (203 KB against a bound of 164 KB). Halves made after the budget
+    ran low now embed their own words only."""
+    assert exercise(hostile_page(random.Random(1013932), 8000)) == "ok"

@@ -120,6 +120,18 @@ def test_a_flood_of_tiny_sentences_embeds_text_linear_in_the_page(unit: str) -> 
     assert time.process_time() - start < 8.0
 
 
+def test_a_context_of_empty_elements_is_charged_for_the_nodes_it_renders() -> None:
+    """A heading of 4,000 empty elements gave each of 5,000 units its first 2,048 of them to
+    render, nothing of which showed, so the page's context budget (counted in characters) never
+    ran low: 73 KB took 14 s of CPU for its sentence seeds. A rendering now costs the budget its
+    nodes as well as its characters, so later units are embedded with their own words."""
+    page = "<h2>Head" + "<b></b>" * 4000 + "</h2>" + "<p>x.</p>" * 2000
+    units = seeds(parse_html(page), unit="sentence")
+    assert len(units) == 2001
+    assert units[1].text.startswith("## Head") and units[-1].text == "x."
+    assert sum(u.text.startswith("## Head") for u in units) < 400
+
+
 def test_pages_under_the_context_budget_embed_full_contexts(caplog: pytest.LogCaptureFixture) -> None:
     sections = (f"<h2>Section {k}</h2><p>Sentence {k} here. Another {k}.</p>" for k in range(50))
     page = "<title>T</title>" + "".join(sections)

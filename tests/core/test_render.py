@@ -331,3 +331,28 @@ def test_line_breaks_and_blocks_inside_pre_are_line_breaks_in_the_fence() -> Non
     doc = parse_html("<pre>alpha beta<h2>3.5.<br>Dr. Smith costs.</h2>x<br>y</pre>")
     shown = render(doc, frozenset(doc.paths()))
     assert shown == "```\nalpha beta\n3.5.\nDr. Smith costs.\nx\ny\n```"
+
+
+LISTS = """<title>Lists</title><h2>Items</h2><ol start="7"><li>Lead one.<ul><li>Inner a.</li><li><p>Para b.</p>
+<ol reversed><li>Deep c.</li><li><h4>Head d</h4><p>After d.</p></li></ol></li></ul></li>
+<li><div><p>No lead.</p></div><pre>code
+line</pre></li><li><table><tr><th>H</th></tr><tr><td>Cell e.</td></tr></table></li></ol>
+<dl><dt>Term</dt><dd><p>Def f.</p><blockquote><p>Quote g.</p><ul><li>In quote h.</li></ul></blockquote></dd></dl>"""
+
+
+@pytest.mark.parametrize("page", [PAGE, LISTS])
+def test_remembered_subtrees_render_as_a_fresh_rendering_does(page: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole block subtree is rendered from its remembered blocks (``SUBTREE_NODES``): on a page
+    rendered again and again (every sentence's context, pairs of sentences, bare sentences whose
+    list item's marker waits for them), each rendering equals one that remembers nothing."""
+    import spire_core.document.render as rendering
+
+    warm = parse_html(page)
+    sents = sentences(warm)
+    picks = [s.paths for s in sents] + [a.paths | b.paths for a in sents for b in sents[::3]]
+    picks += [global_context(warm, p) for p in picks]
+    got = [render(warm, p, fmt=fmt) for _ in range(2) for p in picks for fmt in ("markdown", "text")]
+    assert len(rendering._SUBTREES(warm)) > 0  # (whole subtrees were remembered)
+    monkeypatch.setattr(rendering, "SUBTREE_NODES", 0)
+    cold = parse_html(page)
+    assert got == [render(cold, p, fmt=fmt) for _ in range(2) for p in picks for fmt in ("markdown", "text")]
