@@ -174,6 +174,9 @@ def test_foreign_and_stale_entries_are_skipped_loudly(
 
 def test_pages_are_parsed_once(retriever: SpireRetriever) -> None:
     cache = retriever.documents
+    assert all(cache.cached(page) for page in SMALL_PAGES)  # parsed once already, by the BM25 build
+    for page in SMALL_PAGES:
+        cache.invalidate(page)
     load = cache.load
     loaded: list[str] = []
 
