@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 venv: $(STAMP)
 
+# the tests on two pytest-xdist workers (the CI machine's 2 cores; tests/conftest.py keeps the
+# adapter and scale folders each on one worker, so their session fixtures build each index once)
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadgroup
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 

@@ -15,6 +15,19 @@ EXAMPLE_PAGES = ROOT / "examples" / "pages"
 BENCH = ROOT.parent / "shared" / "bench"
 
 
+#: Test folders whose session fixtures build an index with the real model: under ``pytest -n``
+#: (``make test``) each runs on one worker, so that each index is built once, and the scale
+#: tests share one Postgres server.
+GROUPED = ("langchain", "llamaindex", "scale")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.nodeid.split("/")
+        if len(parts) > 2 and parts[1] in GROUPED:
+            item.add_marker(pytest.mark.xdist_group(parts[1]))
+
+
 @pytest.fixture(scope="session")
 def example_pages() -> Path:
     return EXAMPLE_PAGES
