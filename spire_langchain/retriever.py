@@ -246,6 +246,8 @@ class SpireRetriever(PageIndexing, BaseRetriever):
             raise ValueError("search_type='similarity_score_threshold' needs search_kwargs={'score_threshold': 0 to 1}")
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)):
             raise ValueError(f"score_threshold must be a number between 0 and 1, not {threshold!r}")
+        if threshold is not None and self.search_type == "mmr":  # its picks come without scores to hold
+            raise ValueError("score_threshold needs a similarity search: search_type='mmr' gives no scores")
         if self.search_type != "mmr" and "fetch_k" in search_kwargs and not self._takes_fetch_k():
             search_kwargs.pop("fetch_k")  # what LangChain's MMR and FAISS's filter read; others refuse it
         return self.options.but(budget=budget, max_pages=k), search_kwargs

@@ -123,7 +123,9 @@ class LexicalIndex:
     """BM25 (bm25s) over sentence units, searchable within some pages, saved to a folder.
 
     The units are kept per page as their terms, so a page is added or replaced
-    (:meth:`add_page`) without tokenizing the others again. bm25s stores each unit's score for
+    (:meth:`add_page`) without tokenizing the others again; held compactly (path sets encoded,
+    terms as vocabulary ids in one array per page: 63,341 bench sentences held 65 MB of Python
+    objects as sets and lists of strings). bm25s stores each unit's score for
     each term with the collection's IDF and mean length folded in, and both change with any
     page, so the next search after a change re-indexes the stored terms (no tokenizing; bm25s's
     index step is Python loops over every unit: 12 s wall for the 140 bench pages' 63,341
@@ -141,14 +143,17 @@ class LexicalIndex:
     ) -> None:
         self.settings = _Settings(language, stem, stopwords, k1, b)
         self.tokenize = tokenizer(language, stem=stem, stopwords=stopwords)
-        #: per page, in insertion order: its units' path sets and terms
-        self._pages: dict[str, tuple[list[frozenset[Path]], list[list[str]]]] = {}
+        #: per page, in insertion order: its units' encoded path sets, their terms as ids into
+        #: ``_words`` (one array), and each unit's number of terms
+        self._pages: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
+        self._vocab: dict[str, int] = {}
+        self._words: list[str] = []
         #: per page, the version it was indexed at (e.g. the store's hash of the page; ``None``: unknown)
         self.versions: dict[str, str | None] = {}
         self._bm25: Any = None
         self._rows: dict[str, tuple[int, int]] = {}
         self._doc_of: list[str] = []
-        self._paths: list[frozenset[Path]] = []
+        self._paths: list[str] = []
         #: seconds the last (re-)indexing took
         self.index_seconds = 0.0
 
@@ -168,15 +173,39 @@ class LexicalIndex:
         self, doc_id: str, units: Iterable[tuple[frozenset[Path], str]], *, version: str | None = None
     ) -> None:
         """Add page ``doc_id``'s units (``(paths, text)``) at ``version``, replacing what it had."""
-        paths: list[frozenset[Path]] = []
-        terms: list[list[str]] = []
+        paths: list[str] = []
+        ids: list[int] = []
+        lengths: list[int] = []
         for p, text in units:
-            paths.append(frozenset(p))
-            terms.append(self.tokenize(text))
+            paths.append(encode_paths(p))
+            terms = self.tokenize(text)
+            ids.extend(self._term_id(t) for t in terms)
+            lengths.append(len(terms))
+        self._store(doc_id, paths, ids, lengths, version)
+
+    def _term_id(self, term: str) -> int:
+        found = self._vocab.get(term)
+        if found is None:
+            found = self._vocab[term] = len(self._words)
+            self._words.append(term)
+        return found
+
+    def _store(self, doc_id: str, paths: list[str], ids: list[int], lengths: list[int], version: str | None) -> None:
         self._pages.pop(doc_id, None)
-        self._pages[doc_id] = (paths, terms)
+        self._pages[doc_id] = (paths, np.asarray(ids, dtype=np.int32), np.asarray(lengths, dtype=np.int32))
         self.versions[doc_id] = version
         self._bm25 = None
+
+    def _terms(self, doc_id: str) -> list[list[str]]:
+        """Page ``doc_id``'s units as lists of terms."""
+        _, ids, lengths = self._pages[doc_id]
+        words = [self._words[i] for i in ids.tolist()]
+        out: list[list[str]] = []
+        start = 0
+        for n in lengths.tolist():
+            out.append(words[start : start + n])
+            start += n
+        return out
 
     def remove_page(self, doc_id: str) -> None:
         """Forget page ``doc_id`` (nothing when it is not indexed)."""
@@ -185,7 +214,7 @@ class LexicalIndex:
             self._bm25 = None
 
     def __len__(self) -> int:
-        return sum(len(p) for p, _ in self._pages.values())
+        return sum(len(p) for p, _, _ in self._pages.values())
 
     @property
     def pages(self) -> tuple[str, ...]:
@@ -199,11 +228,11 @@ class LexicalIndex:
         start = time.perf_counter()
         corpus: list[list[str]] = []
         self._rows, self._doc_of, self._paths = {}, [], []
-        for doc_id, (paths, terms) in self._pages.items():
-            self._rows[doc_id] = (len(corpus), len(corpus) + len(terms))
-            corpus.extend(terms)
+        for doc_id, (paths, _, _) in self._pages.items():
+            self._rows[doc_id] = (len(corpus), len(corpus) + len(paths))
+            corpus.extend(self._terms(doc_id))
             self._paths.extend(paths)
-            self._doc_of.extend([doc_id] * len(terms))
+            self._doc_of.extend([doc_id] * len(paths))
         bm25 = bm25s.BM25(k1=self.settings.k1, b=self.settings.b)
         if corpus:
             bm25.index(corpus, show_progress=False)
@@ -245,7 +274,7 @@ class LexicalIndex:
             keep = np.argpartition(-sub, k - 1)[:k]
             positive, sub = positive[keep], sub[keep]
         order = np.lexsort((positive, -sub))  # score descending, then index order
-        return [Hit(self._doc_of[i], self._paths[i], float(scores[i])) for i in positive[order]]
+        return [Hit(self._doc_of[i], decode_paths(self._paths[i]), float(scores[i])) for i in positive[order]]
 
     # -- persistence ---------------------------------------------------------------------
     def save(self, folder: str | FsPath) -> None:
@@ -259,12 +288,10 @@ class LexicalIndex:
         ids: list[int] = []
         lengths: list[int] = []
         pages = []
-        for doc_id, (paths, terms) in self._pages.items():
-            encoded = [encode_paths(p) for p in paths]
-            pages.append({"id": doc_id, "version": self.versions.get(doc_id), "paths": encoded})
-            for unit in terms:
-                lengths.append(len(unit))
-                ids.extend(vocab.setdefault(t, len(vocab)) for t in unit)
+        for doc_id, (paths, page_ids, page_lengths) in self._pages.items():
+            pages.append({"id": doc_id, "version": self.versions.get(doc_id), "paths": paths})
+            lengths.extend(page_lengths.tolist())
+            ids.extend(vocab.setdefault(self._words[t], len(vocab)) for t in page_ids.tolist())
         meta = {"format": _FORMAT, "settings": self.settings.__dict__, "vocab": list(vocab), "pages": pages}
         text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
         (folder / INDEX_FILE).write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
@@ -288,21 +315,23 @@ class LexicalIndex:
             raise ValueError(f"{folder}: not a lexical index of format {_FORMAT}")
         index = cls(**meta["settings"])
         vocab: list[str] = meta["vocab"]
-        words = [vocab[t] for t in np.load(folder / TERMS_FILE).tolist()]
+        terms = [index._term_id(t) for t in vocab]  # the file's ids -> the index's
+        ids = np.load(folder / TERMS_FILE).tolist()
         lengths = np.load(folder / LENGTHS_FILE).tolist()
         row = start = 0
         for page in meta["pages"]:
-            paths = [decode_paths(p) for p in page["paths"]]
-            terms = []
-            for n in lengths[row : row + len(paths)]:
-                terms.append(words[start : start + n])
-                start += n
-            row += len(paths)
-            if len(terms) != len(paths) or start > len(words):
+            paths = page["paths"]
+            if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+                raise ValueError(f"{folder}: the path sets of page {page.get('id')!r} are not strings")
+            for p in paths:
+                decode_paths(p)  # raises PathFormatError (a ValueError) on a damaged one
+            page_lengths = lengths[row : row + len(paths)]
+            end = start + sum(page_lengths)
+            if len(page_lengths) != len(paths) or end > len(ids):
                 raise ValueError(f"{folder}: the terms do not match the pages")
-            index._pages[page["id"]] = (paths, terms)
-            index.versions[page["id"]] = page.get("version")
-        if start != len(words) or row != len(lengths):
+            index._store(page["id"], paths, [terms[t] for t in ids[start:end]], page_lengths, page.get("version"))
+            start, row = end, row + len(paths)
+        if start != len(ids) or row != len(lengths):
             raise ValueError(f"{folder}: the terms do not match the pages")
         return index
 

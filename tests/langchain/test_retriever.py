@@ -103,6 +103,9 @@ def test_fetch_k_reaches_only_a_store_that_takes_it(keyword_embeddings: KeywordE
     assert "25 to 30 seconds" in docs[0].page_content
     mmr = retriever.model_copy(update={"search_type": "mmr"})  # MMR reads it
     assert "25 to 30 seconds" in mmr.invoke("espresso shot seconds")[0].page_content
+    # an MMR search returns no scores: a threshold would hold ranks, so it is refused, not misread
+    with pytest.raises(ValueError, match="score_threshold needs a similarity search"):
+        mmr.invoke("espresso shot seconds", score_threshold=0.5)
 
 
 @pytest.mark.filterwarnings("ignore:Relevance scores must be between")  # FAISS's L2 normalisation
