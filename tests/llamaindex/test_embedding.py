@@ -11,7 +11,7 @@ from llama_index.core.bridge.pydantic import Field
 
 from spire_core.options import MODEL_WINDOW
 from spire_core.size import model_tokens
-from spire_llamaindex.embedding import default_embeddings, embed_texts
+from spire_llamaindex.embedding import BATCH_TOKENS, default_embeddings, embed_texts
 
 
 class LengthEmbedding(BaseEmbedding):
@@ -62,7 +62,7 @@ def test_long_texts_go_fewer_to_a_batch_than_short_ones() -> None:
     embed_texts(model, ["short text"] * 40 + ["checkpoints happen every so often " * 80] * 20)
     sizes = [len(b) for b in model.batches]
     assert sizes[0] == 32  # short texts fill the model's batch
-    assert max(sizes[-2:]) == 8  # window-long texts: 8 * 256 padded tokens
+    assert max(sizes[-2:]) == BATCH_TOKENS // MODEL_WINDOW == 2  # window-long texts: 2 * 256 padded tokens
 
 
 def test_batches_are_bounded_in_model_tokens_not_characters() -> None:
@@ -74,7 +74,7 @@ def test_batches_are_bounded_in_model_tokens_not_characters() -> None:
         model = LengthEmbedding(embed_batch_size=32)
         embed_texts(model, [text] * 32)
         sizes[text] = len(model.batches[0])
-    assert sizes[row] == 8 and sizes[prose] == 16
+    assert sizes[row] == 2 and sizes[prose] == 4  # 256 (the window) and 111 tokens a text, 512 a batch
 
 
 def test_power_of_two_batches_whatever_the_count() -> None:
