@@ -30,7 +30,7 @@ from spire_core.errors import (
 )
 from spire_core.indexing.passages import Passage, PassageHit, passages
 from spire_core.indexing.units import DocumentCache, Seed, seeds
-from spire_core.query.aggregate import Hit, Search, Subdocument, aggregate
+from spire_core.query.aggregate import Hit, Search, Subdocument, aggregate, own_paths
 from spire_core.query.citation import Citation
 from spire_core.query.evidence import (
     DEFAULT_DEADLINE,
@@ -113,6 +113,7 @@ __all__ = [
     "local_context",
     "markdown_to_html",
     "model_tokens",
+    "own_paths",
     "parse_html",
     "parse_labels",
     "parse_markdown",

@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from llama_index.core.llms import LLM
     from llama_index.core.schema import NodeWithScore
 
-    from spire_core import Citation
-
     from .retriever import SpireRetriever
     from .store import Store
 
@@ -40,10 +38,6 @@ log = logging.getLogger("spire_llamaindex")
 MAX_BUDGET = 100_000
 #: retrievers kept, one per (budget, top_k) asked; beyond this the oldest is dropped
 MAX_RETRIEVERS = 32
-
-
-def _citation_json(cit: Citation) -> dict[str, Any]:
-    return {"id": cit.key(), **cit.to_dict()}
 
 
 def query_nodes(
@@ -68,9 +62,7 @@ def payload_of(
 ) -> dict[str, Any]:
     """What ``spire query --json`` prints: the question, the budget, one result per page (its
     text, cost, score, paths and citations) and the evidence filter's report."""
-    from spire_core.results.schema import COST, DOC_ID, PATHS
-
-    from .retriever import citations_of
+    from spire_core.results.schema import COST, DOC_ID, PATHS, citation_records
 
     results = []
     for n in nodes:
@@ -82,7 +74,7 @@ def payload_of(
                 "cost": meta.get(COST),
                 "paths": meta.get(PATHS),
                 "text": n.node.get_content(),
-                "citations": [_citation_json(c) for c in citations_of(n)],
+                "citations": citation_records(meta),
             }
         )
     return {"query": question, "budget": budget, "results": results, "filter": report}

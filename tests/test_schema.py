@@ -8,7 +8,7 @@ from llama_index.core.schema import Document as LIDocument
 
 from spire_core import Citation, Subdocument, decode_paths, from_metadata, parse_html, seeds, to_metadata, unit_id
 from spire_core.options import Unit
-from spire_core.results.schema import SPIRE_KEYS, subdocuments
+from spire_core.results.schema import SPIRE_KEYS, citation_records, citations_from, subdocuments
 from spire_langchain import SpireTransformer
 from spire_llamaindex import SpireNodeParser
 
@@ -55,6 +55,21 @@ def test_metadata_round_trips_a_subdocument() -> None:
     assert from_metadata({"lang": "en"}, "x") is None
     rescored = from_metadata(to_metadata(sub), sub.text, score=0.9)
     assert isinstance(rescored, Subdocument) and rescored.score == 0.9
+
+
+def test_citation_records_read_metadata_as_citations_write_it() -> None:
+    """``spire query --json`` and ``spire serve`` give each citation as stored (not decoded and
+    encoded again): the same records as the citations' own ``key`` and ``to_dict``."""
+    doc = parse_html(PAGE, doc_id="w.html")
+    chosen = [Citation("w.html", s.paths, s.own_text, 0.5 - k / 10) for k, s in enumerate(seeds(doc))]
+    (sub,) = subdocuments(chosen, {"w.html": doc})
+    meta = to_metadata(sub)
+    expected = [{"id": c.key(), **c.to_dict()} for c in citations_from(meta)]
+    assert len(expected) == len(chosen) and citation_records(meta) == expected
+    assert any("Red widgets weigh 5 g." in r["text"] for r in expected)
+    # a record written by hand (paths as lists) is read through Citation: its paths encoded
+    (hand,) = citation_records({"spire_citations": [{"doc_id": "w.html", "paths": [[1, 0], [0]], "text": "t"}]})
+    assert hand == {"id": "w.html#0,1.0", "doc_id": "w.html", "paths": "0,1.0", "text": "t"}
 
 
 def test_both_adapters_give_a_result_the_unit_id_of_its_path_set_in_the_result_namespace() -> None:

@@ -22,6 +22,7 @@ from spire_core.document.tree import LRU, Document, Memo, Path
 from spire_core.errors import BudgetError, UnknownPathError
 from spire_core.options import DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
 from spire_core.query.citation import Citation
+from spire_core.reading.sentences import previous_sentences
 from spire_core.size import SizeFn
 
 log = logging.getLogger(__name__)
@@ -100,14 +101,23 @@ _CLOSED: Memo[LRU[tuple[Policy, frozenset[int]], frozenset[int]]] = Memo(lambda 
 
 
 def own_context(doc: Document, policy: Policy, seed: frozenset[int]) -> frozenset[int]:
-    """``policy.indices(doc, seed)``, memoised per document. A policy is a closure under per-node
-    contributions, so the context of a union of seeds is the union of their own contexts."""
+    """A seed's own context, memoised per document: the global context (``policy``) of the seed
+    with, for each sentence it starts, the sentence before it in the same block
+    (:func:`~spire_core.reading.sentences.previous_sentences`: "The default is three." names
+    nothing alone). A policy is a closure under per-node contributions and the previous
+    sentences are per sentence, so the context of a union of seeds is the union of their own
+    contexts."""
     memo = _CLOSED(doc)
     key = (policy, seed)
     got = memo.get(key)
     if got is None:
-        got = memo[key] = frozenset(policy.indices(doc, seed))
+        got = memo[key] = frozenset(policy.indices(doc, seed | previous_sentences(doc, seed)))
     return got
+
+
+def own_paths(doc: Document, paths: Iterable[Path], policy: Policy = HTML) -> frozenset[Path]:
+    """The path set that shows a citation of ``paths``: :func:`own_context` as paths (what its text renders)."""
+    return doc.to_paths(own_context(doc, policy, frozenset(doc.indices(paths))))
 
 
 #: Seed path sets whose node indices are memoised per document (least recently used forgotten).
@@ -132,17 +142,37 @@ _DELIVERED_DEPTH = 64
 
 def _undelivered(doc: Document, seed: Iterable[int], context: set[int]) -> list[str]:
     """The texts of ``seed`` that a rendering of ``context`` does not show yet (a rendering shows
-    the subtrees of its nodes). On a very deep page a text node is assumed shown rather than
-    walked to the root: this is a lower bound that may only let a hit through to the exact check."""
-    parent = doc.parent
+    the subtrees of its nodes). Each ancestor's verdict is remembered for the call, so that a
+    large seed under a deep chain walks each node once. On a very deep page a text node is
+    assumed shown rather than walked to the root: this is a lower bound that may only let a hit
+    through to the exact check."""
+    parent, tag = doc.parent, doc.tag
+    shown: dict[int, bool] = {}
     out = []
     for i in seed:
-        if doc.tag[i] is not None:
+        if tag[i] is not None:
             continue
-        j, depth = i, 0
-        while j >= 0 and j not in context and depth < _DELIVERED_DEPTH:
-            j, depth = parent[j], depth + 1
-        if j < 0:
+        chain: list[int] = []
+        j = i
+        while True:
+            if j < 0:
+                verdict = False
+                break
+            if j in context:
+                verdict = True
+                break
+            known = shown.get(j)
+            if known is not None:
+                verdict = known
+                break
+            if len(chain) >= _DELIVERED_DEPTH:
+                verdict = True  # assumed shown: a lower bound still
+                break
+            chain.append(j)
+            j = parent[j]
+        for c in chain:
+            shown[c] = verdict
+        if not verdict:
             out.append(doc.text[i])
     return out
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spire_core.document.links import Reference
-from spire_core.document.paths import decode_paths, encode_paths
+from spire_core.document.paths import decoded_paths, encode_paths
 from spire_core.document.tree import Path
 
 
@@ -46,7 +46,7 @@ class Citation:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Citation:
         paths = data["paths"]
-        decoded = decode_paths(paths) if isinstance(paths, str) else frozenset(tuple(p) for p in paths)
+        decoded = decoded_paths(paths) if isinstance(paths, str) else frozenset(tuple(p) for p in paths)
         refs = data.get("references") or ()
         by = data.get("referenced_by")
         return cls(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import threading
 import time
 import unicodedata
@@ -117,6 +118,15 @@ class _Settings:
     stopwords: bool = True
     k1: float = DEFAULT_K1
     b: float = DEFAULT_B
+
+
+def _bm25s() -> Any:
+    """The bm25s module, its logger following the application's logging configuration (bm25s
+    sets it to DEBUG on import, which printed "Building index from tokens" under any handler)."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.NOTSET)
+    return bm25s
 
 
 class LexicalIndex:
@@ -223,8 +233,7 @@ class LexicalIndex:
     def _index(self) -> Any:
         if self._bm25 is not None:
             return self._bm25
-        import bm25s
-
+        bm25s = _bm25s()
         start = time.perf_counter()
         corpus: list[list[str]] = []
         self._rows, self._doc_of, self._paths = {}, [], []

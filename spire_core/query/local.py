@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING
 from spire_core.context import HTML, Policy
 from spire_core.document.paths import down_indices
 from spire_core.document.render import render_indices
-from spire_core.document.tree import INLINE_TAGS, SENTINELS
 from spire_core.errors import BudgetError
-from spire_core.reading.sentences import SentenceIndex, sentence_index
+from spire_core.reading.sentences import SentenceIndex, enclosing_block, sentence_index
 
 if TYPE_CHECKING:
     from spire_core.document.tree import Document, Path
@@ -103,9 +102,5 @@ def _complete(units: SentenceIndex, touched: list[int]) -> set[int]:
 
 def _block(doc: Document, nodes: set[int]) -> set[int]:
     """The nearest enclosing block element of the selection's first node."""
-    first = min(nodes)
-    for anc in (first, *doc.ancestors(first)):
-        tag = doc.tag[anc]
-        if tag is not None and tag not in INLINE_TAGS and tag not in SENTINELS and anc != 0:
-            return {anc}
-    return set()
+    block = enclosing_block(doc, min(nodes))
+    return {block} if block >= 0 else set()

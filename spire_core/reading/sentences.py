@@ -26,6 +26,7 @@ from spire_core.document.tree import (
     INLINE_TAGS,
     SENTENCE_BEG,
     SENTENCE_END,
+    SENTINELS,
     Document,
     Element,
     Memo,
@@ -132,6 +133,39 @@ def _index(doc: Document) -> SentenceIndex:
 
 
 _INDEX: Memo[SentenceIndex] = Memo(_index)
+
+
+def enclosing_block(doc: Document, node: int) -> int:
+    """The nearest block element holding ``node`` (itself when it is one): not inline, not a
+    sentinel, not the root; -1 when there is none."""
+    i = node
+    while i > 0:
+        tag = doc.tag[i]
+        if tag is not None and tag not in INLINE_TAGS and tag not in SENTINELS:
+            return i
+        i = doc.parent[i]
+    return -1
+
+
+def previous_sentences(doc: Document, seed: frozenset[int]) -> frozenset[int]:
+    """For each sentence that ``seed`` holds from its begin sentinel, the nodes of the sentence
+    before it in the same block (paragraph, list item, cell, definition, ...), when ``seed``
+    lacks that sentence's begin: the sentence a reader needs to know what "This", "It" or "The
+    default" is about. Empty on a page without sentences."""
+    units = sentence_index(doc)
+    if not units.by_sentence:
+        return frozenset()
+    out: set[int] = set()
+    for i in seed:
+        if doc.tag[i] != SENTENCE_BEG:
+            continue
+        k = units.before(i)
+        if k <= 0 or units.begins[k] != i or units.begins[k - 1] in seed:
+            continue
+        block = enclosing_block(doc, doc.parent[i])
+        if block >= 0 and enclosing_block(doc, doc.parent[units.begins[k - 1]]) == block:
+            out |= units.nodes[k - 1]
+    return frozenset(out)
 
 
 # -- segmentation of the build tree ----------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from spire_core.context import HTML, Policy, global_context
+from spire_core.context import HTML, Policy
 from spire_core.document.links import Reference, decode_references, encode_references
 from spire_core.document.paths import (
     DECODED_MEMO_SIZE,
@@ -31,7 +31,7 @@ from spire_core.errors import PathFormatError, SchemaVersionError
 from spire_core.indexing.passages import decode_members, encode_members
 from spire_core.indexing.units import Seed
 from spire_core.options import DEFAULT_SIZE, Fmt
-from spire_core.query.aggregate import Documents, Subdocument, document_lookup
+from spire_core.query.aggregate import Documents, Subdocument, document_lookup, own_paths
 from spire_core.query.citation import Citation
 from spire_core.query.evidence import Selection
 from spire_core.query.references import with_references
@@ -195,6 +195,23 @@ def citations_from(metadata: Mapping[str, Any]) -> list[Citation]:
     return [Citation.from_dict(c) for c in metadata.get(CITATIONS) or ()]
 
 
+def citation_records(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """:func:`citations_from` as JSON-ready data, each with its ``id`` (:meth:`Citation.key`).
+
+    :func:`to_metadata` writes each citation as :meth:`Citation.to_dict` does, its path set in
+    canonical form, so a record is read as it is, without decoding and encoding again; one that
+    is not (metadata written by hand) goes through :class:`Citation`.
+    """
+    out = []
+    for c in metadata.get(CITATIONS) or ():
+        doc_id, paths = c.get("doc_id"), c.get("paths")
+        if not (isinstance(doc_id, str) and isinstance(paths, str) and isinstance(c.get("text"), str)):
+            c = Citation.from_dict(c).to_dict()
+            doc_id, paths = c["doc_id"], c["paths"]
+        out.append({"id": f"{doc_id}#{paths}", **c})
+    return out
+
+
 def from_metadata(
     metadata: Mapping[str, Any], text: str, *, score: float | None = None, size: SizeFn = DEFAULT_SIZE
 ) -> Subdocument | None:
@@ -234,7 +251,8 @@ def subdocuments(
 ) -> list[Subdocument]:
     """Chosen ``citations`` as one :class:`Subdocument` per page, in order of first citation.
 
-    A page's cited path sets are merged, closed under ``policy`` once, rendered and sized;
+    A page's cited path sets are merged, given their own context once
+    (:func:`~spire_core.query.aggregate.own_paths`: as aggregation shows them), rendered and sized;
     its score is ``scores[doc_id]`` (e.g. the retrieved result's), else its best citation's.
     """
     get = document_lookup(documents)
@@ -245,7 +263,7 @@ def subdocuments(
     for doc_id, cited in by_doc.items():
         doc = get(doc_id)
         seeds = frozenset(p for c in cited for p in c.paths)
-        paths = global_context(doc, seeds, policy)
+        paths = own_paths(doc, seeds, policy)
         text = render(doc, paths, fmt=fmt)
         best = max((c.score for c in cited if c.score is not None), default=0.0)
         score = scores[doc_id] if scores is not None and doc_id in scores else best

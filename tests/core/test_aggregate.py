@@ -26,6 +26,7 @@ from spire_core import (
 )
 from spire_core.document.render import render_indices
 from spire_core.document.tree import LRU
+from spire_core.reading.sentences import previous_sentences
 
 from .strategies import html_pages
 
@@ -41,14 +42,16 @@ The valid range of the timeout setting is between 30 seconds and one day.</p>
 </body></html>"""
 
 
-def _foo() -> tuple[Document, Hit, Hit]:
-    doc = parse_html(FOO, doc_id="foo")
+def _foo(page: str = FOO) -> tuple[Document, Hit, Hit]:
+    doc = parse_html(page, doc_id="foo")
     generic, answer = (s for s in sentences(doc) if s.text.startswith(("Foo is", "The valid")))
     return doc, Hit("foo", generic.paths, 0.9), Hit("foo", answer.paths, 0.8)
 
 
 def _own_cost(doc: Document, hit: Hit) -> int:
-    return approx_tokens(render(doc, global_context(doc, hit.paths)))
+    """A hit's own cost: its own context (global context and the sentence before it) rendered."""
+    own = aggregate_module.own_context(doc, HTML, frozenset(doc.indices(hit.paths)))
+    return approx_tokens(render_indices(doc, own))
 
 
 def _naive(doc: Document, hits: list[Hit], budget: int) -> list[Hit]:
@@ -97,11 +100,30 @@ def test_budget_below_the_merged_view_keeps_only_the_first_hit() -> None:
 
 
 def test_a_later_hit_fits_when_an_earlier_one_does_not() -> None:
-    doc, x1, x2 = _foo()
+    doc, x1, x2 = _foo(FOO.replace("files.\n", "files.</p>\n<p>"))  # two paragraphs: x2's own context lacks x1
     budget = _own_cost(doc, x2)  # x1 alone is smaller: admitted, then x2 no longer fits
     big = Hit("foo", x2.paths, 0.95)
     [result] = aggregate([big, x1], documents={"foo": doc}, budget=budget)
     assert result.seeds == x2.paths  # the first hit fills the budget; x1 is skipped, not an error
+
+
+def test_a_citation_shows_the_sentence_before_it_in_its_block() -> None:
+    page = """<html><head><title>Settings</title></head><body><h2>Autovacuum</h2>
+<p>The first paragraph ends here.</p>
+<p>autovacuum_max_workers sets how many worker processes run at once. The default is three.</p>
+<ul><li>Another block. Its second sentence.</li></ul></body></html>"""
+    doc = parse_html(page, doc_id="s")
+    by_text = {s.text: s for s in sentences(doc)}
+    texts = ["The default is three.", "Another block."]
+    cited = [Hit("s", by_text[t].paths, 1.0 - k / 10) for k, t in enumerate(texts)]
+    [result] = aggregate(cited, documents={"s": doc}, budget=200)
+    default, another = result.citations
+    # "The default is three." names nothing alone: its citation shows the sentence before it ...
+    assert "autovacuum_max_workers sets how many" in default.text and "Autovacuum" in default.text
+    assert default.paths == by_text["The default is three."].paths  # ... and cites its own sentence only
+    # the first sentence of a block gets none: the sentence before it is another block's
+    assert "first paragraph" not in default.text and "three" not in another.text
+    assert "Its second sentence" not in result.text
 
 
 def test_no_hit_fitting_the_budget_is_logged_not_silent(caplog: pytest.LogCaptureFixture) -> None:
@@ -184,10 +206,13 @@ def test_citations_are_per_seed_with_their_own_global_context() -> None:
     for r in results:
         doc = docs[r.doc_id]
         assert frozenset().union(*(c.paths for c in r.citations)) == r.seeds
-        assert r.paths == global_context(doc, r.seeds)
+        # the global context of the seeds and of the sentence before each (in its block)
+        before = doc.to_paths(previous_sentences(doc, frozenset(doc.indices(r.seeds))))
+        assert r.paths == global_context(doc, r.seeds | before) == aggregate_module.own_paths(doc, r.seeds)
         for c in r.citations:
             assert c.doc_id == r.doc_id
-            assert c.text == render(doc, global_context(doc, c.paths))
+            before = doc.to_paths(previous_sentences(doc, frozenset(doc.indices(c.paths))))
+            assert c.text == render(doc, global_context(doc, c.paths | before))
             assert c.paths <= r.seeds
 
 

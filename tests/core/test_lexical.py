@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -79,6 +80,26 @@ def test_a_sentence_naming_a_rare_query_word_ranks_first() -> None:
     assert doc_id == "manual" and score > 0
     text = next(s.text for s in sentences(doc) if s.paths == paths)
     assert "frobnicator" in text
+
+
+def test_building_an_index_logs_nothing_at_the_applications_warning_level() -> None:
+    """An application logging at WARNING (``logging.basicConfig``: a root handler without a level)
+    sees no bm25s record: bm25s set its own logger to DEBUG, and ``spire query`` printed
+    "Building index from tokens"."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    try:
+        index = LexicalIndex.build(sentence_units(_manual()))
+        assert index.search("timeout default", 1)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert [r.getMessage() for r in records if r.name.startswith("bm25s")] == []
 
 
 def test_search_keeps_sentence_path_sets_and_respects_pages() -> None:

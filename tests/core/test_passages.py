@@ -36,6 +36,7 @@ from spire_core.indexing.passages import (
     sentence_search,
 )
 from spire_core.options import Unit
+from spire_core.query.aggregate import own_paths
 
 from .strategies import html_pages, sentence_with
 
@@ -201,7 +202,7 @@ def test_every_citation_of_the_passage_index_is_a_sentence_path_set_rendering_it
     for c in citations:
         sentence = by_paths[c.paths]  # a sentence seed's own path set, never a whole passage
         assert _ws(sentence.text) in _ws(c.text)
-        assert c.text == render(doc, global_context(doc, c.paths, HTML))
+        assert c.text == render(doc, own_paths(doc, c.paths, HTML))
     assert sum(approx_tokens(r.text) for r in results) <= 800
 
 

@@ -23,12 +23,12 @@ from spire_core import (
     aggregate,
     approx_tokens,
     down,
-    global_context,
     parse_html,
     render,
     seeds,
 )
 from spire_core.document.tables import CELL_TAGS, grid
+from spire_core.query.aggregate import own_paths
 from spire_core.query.table_views import _cell_of, _column_numbers, _Lexicon, _number, table_views
 from tests.core.strategies import html_pages
 
@@ -111,11 +111,11 @@ def _check_delivery(results: list[Subdocument], docs: dict[str, Document]) -> No
     assert sum(r.cost for r in results) <= BUDGET
     for r in results:
         doc = docs[r.doc_id]
-        assert r.paths == global_context(doc, r.seeds)
+        assert r.paths == own_paths(doc, r.seeds)
         assert r.text == render(doc, r.paths) and r.cost == approx_tokens(r.text)
         for c in r.citations:
             assert c.paths <= r.seeds
-            assert c.text == render(doc, global_context(doc, c.paths))
+            assert c.text == render(doc, own_paths(doc, c.paths))
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 from langchain_community.vectorstores import FAISS
 from langchain_core.documents import Document
 
-from spire_core import Citation, approx_tokens, decode_paths, global_context, render
+from spire_core import Citation, approx_tokens, decode_paths, own_paths, render
 from spire_langchain import SpireRetriever, citations_of
 
 from .conftest import CachedEmbeddings
@@ -30,7 +30,7 @@ def _check(retriever: SpireRetriever, docs: list[Document]) -> None:
     assert "checkpoint_timeout" in citation.text  # the definition-list term is the sentence's context
     # identity travels: the citation's paths, with their global context, render to its text
     page = retriever.documents(citation.doc_id)
-    assert render(page, global_context(page, citation.paths)) == citation.text
+    assert render(page, own_paths(page, citation.paths)) == citation.text
     best = docs[0]
     assert best.metadata["spire_doc_id"] == "postgresql-wal.html"
     assert best.metadata["title"] == "postgresql-wal"  # the page's own metadata is kept

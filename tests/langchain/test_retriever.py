@@ -12,7 +12,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_qdrant import QdrantVectorStore
 
 import spire_langchain.retriever as retriever_module
-from spire_core import Citation, approx_tokens, decode_paths, global_context, render
+from spire_core import Citation, approx_tokens, decode_paths, own_paths, render
 from spire_langchain import SpireRetriever, SpireTransformer, citations_of, numbered_citations
 
 from .conftest import SMALL_PAGES, KeywordEmbeddings, example_pages, small_pages
@@ -40,7 +40,7 @@ def test_one_document_per_page_with_citations(retriever: SpireRetriever) -> None
         assert citations and all(c.doc_id == doc.metadata["spire_doc_id"] for c in citations)
         assert frozenset().union(*(c.paths for c in citations)) == seeds
         for c in citations:
-            assert c.text == render(page, global_context(page, c.paths))
+            assert c.text == render(page, own_paths(page, c.paths))
     espresso = [c for c in citations_of(docs[0]) if "25 to 30 seconds" in c.text]
     assert espresso and "## Espresso" in espresso[0].text
     scores = [d.metadata["spire_score"] for d in docs]

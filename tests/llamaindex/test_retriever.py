@@ -64,6 +64,8 @@ def test_precomputed_query_embedding_and_a_plain_retriever(example: Store, embed
         example.index.as_retriever(similarity_top_k=256),
         example.index.docstore,
         budget=500,
+        first_k=256,
+        max_rounds=1,
         policy=example.parser.policy,
     )
     assert [n.node.get_content() for n in plain.retrieve(bundle)] == [n.node.get_content() for n in via_index]
