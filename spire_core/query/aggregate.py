@@ -227,7 +227,7 @@ class _Admission:
             frozen = [seed_indices(doc, hit.paths) for hit in hits]
         except UnknownPathError:
             return 0  # one by one: the unknown hit is logged and skipped
-        owns = [self.own(doc, f) for _, f in frozen]
+        seeds = [f for _, f in frozen]
         before = group.cost if group else 0
         base = group.context if group else set()
         tried: dict[int, tuple[set[int], str, int] | None] = {}
@@ -235,11 +235,11 @@ class _Admission:
         def fits(m: int) -> tuple[set[int], str, int] | None:
             """The union with the first ``m`` hits, its rendering and cost, if it fits the budget."""
             if m not in tried:
-                added = set().union(*(own for own, _ in owns[:m]))
+                added = set().union(*(own_context(doc, self.policy, f) for f in seeds[:m]))
                 if _least_added(self.size, _undelivered(doc, added, base)) > self.budget - self.total:
                     tried[m] = None  # cannot fit: not rendered
                 else:
-                    merged = self.merged(doc, group, owns[:m])
+                    merged = self.merged(doc, group, seeds[:m])
                     tried[m] = merged if self.total - before + merged[2] <= self.budget else None
             return tried[m]
 
@@ -266,8 +266,9 @@ class _Admission:
         self.tried += consumed
         self.seen.update(keys[:consumed])
         self.total += cost - before
-        for hit, (seed, _), (_, own_text) in zip(hits[:m], frozen, owns, strict=False):
+        for hit, (seed, f) in zip(hits[:m], frozen, strict=False):
             group.seeds |= seed
+            own_text = self.own(doc, f)[1]
             group.citations.append(Citation(doc_id, hit.paths, own_text, hit.score, referenced_by=hit.referenced_by))
         group.context, group.text, group.cost = context, text, cost
         for hit in hits[:m]:
@@ -295,11 +296,11 @@ class _Admission:
         if _least_added(self.size, _undelivered(doc, closed, group.context)) > self.budget - self.total:
             self.over += 1
             return  # its new text and its global context's (headings, labels) cannot fit: not rendered
-        own, own_text = self.own(doc, frozen)
-        context, text, cost = self.merged(doc, group, [(own, own_text)])
+        context, text, cost = self.merged(doc, group, [frozen])
         if self.total - group.cost + cost > self.budget:
             self.over += 1
             return
+        own_text = self.own(doc, frozen)[1]
         self.total += cost - group.cost
         group.seeds |= seed
         group.context, group.text, group.cost = context, text, cost
@@ -314,18 +315,20 @@ class _Admission:
                 self.offer(more)
 
     def merged(
-        self, doc: Document, group: _Group | None, owns: Sequence[tuple[frozenset[int], str]]
+        self, doc: Document, group: _Group | None, seeds: Sequence[frozenset[int]]
     ) -> tuple[set[int], str, int]:
-        """``group``'s context with the ``owns`` (own contexts and renderings) added, its rendering
-        and cost: the group's when nothing is added, a lone seed's own when it starts the group."""
+        """``group``'s context with the own contexts of ``seeds`` added, its rendering and cost:
+        the group's when nothing is added, a lone seed's own rendering when it starts the group
+        (own renderings are made only for the seeds admitted or starting a group)."""
         base = group.context if group is not None else set()
         context = set(base)
-        for own, _ in owns:
-            context |= own
+        for seed in seeds:
+            context |= own_context(doc, self.policy, seed)
         if group is not None and len(context) == len(base):
             return group.context, group.text, group.cost
-        if not base and len(owns) == 1:
-            return context, owns[0][1], self.size(owns[0][1])
+        if not base and len(seeds) == 1:
+            own_text = self.own(doc, seeds[0])[1]
+            return context, own_text, self.size(own_text)
         text = render_indices(doc, context, fmt=self.fmt)
         return context, text, self.size(text)
 

@@ -28,8 +28,8 @@ class Citation:
     referenced_by: str | None = field(default=None, compare=False)
 
     def key(self) -> str:
-        """A stable identifier: ``doc_id#encoded-paths``."""
-        return f"{self.doc_id}#{encode_paths(self.paths)}"
+        """A stable identifier: ``doc_id#encoded-paths`` (:func:`citation_key`)."""
+        return citation_key(self.doc_id, encode_paths(self.paths))
 
     def to_dict(self, *, encoded: str | None = None) -> dict[str, Any]:
         """The citation as JSON-ready data; ``encoded``: its paths' :func:`encode_paths`, when known."""
@@ -64,3 +64,8 @@ class Citation:
     @classmethod
     def from_json(cls, text: str) -> Citation:
         return cls.from_dict(json.loads(text))
+
+
+def citation_key(doc_id: str, encoded: str) -> str:
+    """A citation's identifier from its page id and its path set's :func:`encode_paths`."""
+    return f"{doc_id}#{encoded}"

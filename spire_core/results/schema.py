@@ -32,7 +32,7 @@ from spire_core.indexing.passages import decode_members, encode_members
 from spire_core.indexing.units import Seed
 from spire_core.options import DEFAULT_SIZE, Fmt
 from spire_core.query.aggregate import Documents, Subdocument, document_lookup, own_paths
-from spire_core.query.citation import Citation
+from spire_core.query.citation import Citation, citation_key
 from spire_core.query.evidence import Selection
 from spire_core.query.references import with_references
 from spire_core.size import SizeFn
@@ -208,7 +208,7 @@ def citation_records(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not (isinstance(doc_id, str) and isinstance(paths, str) and isinstance(c.get("text"), str)):
             c = Citation.from_dict(c).to_dict()
             doc_id, paths = c["doc_id"], c["paths"]
-        out.append({"id": f"{doc_id}#{paths}", **c})
+        out.append({"id": citation_key(doc_id, paths), **c})
     return out
 
 

@@ -111,7 +111,7 @@ def test_a_citation_shows_the_sentence_before_it_in_its_block() -> None:
     page = """<html><head><title>Settings</title></head><body><h2>Autovacuum</h2>
 <p>The first paragraph ends here.</p>
 <p>autovacuum_max_workers sets how many worker processes run at once. The default is three.</p>
-<ul><li>Another block. Its second sentence.</li></ul></body></html>"""
+<p>Another block. Its second sentence.</p></body></html>"""
     doc = parse_html(page, doc_id="s")
     by_text = {s.text: s for s in sentences(doc)}
     texts = ["The default is three.", "Another block."]

@@ -153,15 +153,15 @@ def test_a_lead_in_wrapped_list_and_nested_lists_each_have_their_own() -> None:
 
 
 @pytest.mark.parametrize(
-    "before",
-    [
-        "Our CI status can be found at hud.example.org.",  # a paragraph of its own above a table of contents
-        "Read the guide first!",
-    ],
+    "lead",
+    ["Every case reduces to one of nine. Memcheck reports the following four kinds.", "However, there are caveats!"],
 )
-def test_a_paragraph_that_ends_a_sentence_is_no_lead_in(before: str) -> None:
-    page = f"<p>{before}</p><ul><li>Installation</li><li>Usage</li></ul>"
-    assert ctx(page, "Usage", LEAD_INS) == ctx(page, "Usage", policy_named("none"))
+def test_a_lead_in_that_ends_a_sentence_labels_the_list_too(lead: str) -> None:
+    page = f"<p>{lead}</p><ul><li>Definitely lost.</li><li>Indirectly lost: cases 4 and 9.</li></ul>"
+    shown = ctx(page, "Indirectly lost: cases 4 and 9.", LEAD_INS)
+    last = lead.split(". ")[-1]
+    assert last in shown and "Every case" not in shown and "Definitely" not in shown
+    assert ctx(page, "Indirectly lost: cases 4 and 9.", policy_named("none")).count(last) == 0
 
 
 @pytest.mark.parametrize(
