@@ -36,6 +36,7 @@ PAGE = """<html><head><title>Widgets</title></head><body>
 <h1>Widget guide</h1>
 <h2>Sizes</h2>
 <p>Small widgets weigh two grams. Large widgets weigh a kilogram.</p>
+<h2>Colours</h2>
 <ul><li>Blue widgets<ul><li>They glow at night.</li></ul></li></ul>
 </body></html>"""
 
