@@ -268,7 +268,7 @@ class _Admission:
         self.total += cost - before
         for hit, (seed, f) in zip(hits[:m], frozen, strict=False):
             group.seeds |= seed
-            own_text = self.own(doc, f)[1]
+            own_text = self.own_text(doc, f)
             group.citations.append(Citation(doc_id, hit.paths, own_text, hit.score, referenced_by=hit.referenced_by))
         group.context, group.text, group.cost = context, text, cost
         for hit in hits[:m]:
@@ -300,7 +300,7 @@ class _Admission:
         if self.total - group.cost + cost > self.budget:
             self.over += 1
             return
-        own_text = self.own(doc, frozen)[1]
+        own_text = self.own_text(doc, frozen)
         self.total += cost - group.cost
         group.seeds |= seed
         group.context, group.text, group.cost = context, text, cost
@@ -327,20 +327,19 @@ class _Admission:
         if group is not None and len(context) == len(base):
             return group.context, group.text, group.cost
         if not base and len(seeds) == 1:
-            own_text = self.own(doc, seeds[0])[1]
+            own_text = self.own_text(doc, seeds[0])
             return context, own_text, self.size(own_text)
         text = render_indices(doc, context, fmt=self.fmt)
         return context, text, self.size(text)
 
-    def own(self, doc: Document, frozen: frozenset[int]) -> tuple[frozenset[int], str]:
-        """A seed's own global context and its rendering, memoised per document (``frozen``: the seed, hashable)."""
-        closed = own_context(doc, self.policy, frozen)
+    def own_text(self, doc: Document, frozen: frozenset[int]) -> str:
+        """The rendering of a seed's own context, memoised per document (``frozen``: the seed, hashable)."""
         memo = _OWN(doc)
         key = (self.policy, self.fmt, frozen)
         text = memo.get(key)
         if text is None:
-            text = memo[key] = render_indices(doc, closed, fmt=self.fmt)
-        return closed, text
+            text = memo[key] = render_indices(doc, own_context(doc, self.policy, frozen), fmt=self.fmt)
+        return text
 
     def result(self) -> list[Subdocument]:
         ordered = sorted(self.groups.items(), key=lambda kv: kv[1].rank)
