@@ -19,7 +19,7 @@ from spire_core.indexing.passages import PassageHit
 from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
 from spire_core.pipeline import QueryOptions, filter_results, run_query
-from spire_core.query.lexical import LexicalIndex, sentence_units
+from spire_core.query.lexical import LexicalIndex
 
 from . import baselines
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
@@ -93,7 +93,9 @@ class Spire(System):
         """The lexical index of every sentence of ``pages``, built once (its cost logged to stderr)."""
         if self.index is None:
             start = time.perf_counter()
-            self.index = LexicalIndex.build(u for page in pages.values() for u in sentence_units(page.document))
+            self.index = LexicalIndex()
+            for page in pages.values():
+                self.index.add_document(page.document)
             print(
                 f"{self.name}: lexical index of {len(self.index)} sentences, {time.perf_counter() - start:.1f}s",
                 file=sys.stderr,

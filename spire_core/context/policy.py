@@ -139,9 +139,12 @@ class Policy:
         while work:
             entry = table[work.pop()]
             if len(entry) > _SHORT:
-                if id(entry) in read:
-                    continue
-                read.add(id(entry))
+                if id(entry) not in read:
+                    read.add(id(entry))
+                    new = _nodes(doc, entry)[0] - out
+                    out |= new
+                    work.extend(new)
+                continue
             for j in entry:
                 if j not in out:
                     out.add(j)
@@ -158,12 +161,30 @@ class Policy:
         The closure (:meth:`indices`) when it all fits. Not a closure otherwise: it is what an
         index embeds for a unit whose whole context outgrows what the model reads.
         """
+        return self.bounded(doc, nodes, chars, count)[0]
+
+    def bounded(
+        self, doc: Document, nodes: Iterable[int], chars: int = MAX_CONTEXT_CHARS, count: int = MAX_CONTEXT_NODES
+    ) -> tuple[set[int], bool]:
+        """:meth:`nearest`, and whether it is the whole closure (nothing was left out)."""
         out = set(nodes)
         queue = deque(out)
         table, end, sizes = self.table(doc), doc.end, _CHARS(doc)  # (sizes: _chars's memo, read inline)
         read: set[int] = set()  # as in indices
+        whole = True
         entry: Sequence[int] = self.constants(doc)
         while True:
+            if len(entry) > _SHORT:  # a label's nodes: what is new of them taken at once when it all fits
+                nodes_of, at, total, span = _nodes(doc, entry)
+                new = nodes_of - out
+                if len(new) < len(at):
+                    total = sum(_chars(doc, j) for j in new)
+                    span = sum(end[j] - j for j in new)
+                if total <= chars and span <= count:
+                    chars, count = chars - total, count - span
+                    out |= new
+                    queue.extend(entry if len(new) == len(at) else sorted(new, key=at.__getitem__))
+                    entry = ()
             for j in entry:
                 if j not in out:
                     size = sizes.get(j)
@@ -173,8 +194,10 @@ class Policy:
                         chars, count = chars - size, count - (end[j] - j)
                         out.add(j)
                         queue.append(j)
+                    else:
+                        whole = False
             if not queue:
-                return out
+                return out, whole
             entry = table[queue.popleft()]
             if len(entry) > _SHORT:
                 if id(entry) in read:
@@ -218,6 +241,26 @@ def _joined(table: Table, more: Table) -> Table:
             last_a, last_b, last = a, b, (a + b if b else a)
         out.append(last)
     return out
+
+
+#: Per page: a long entry -> its nodes (as a set, and each with its first place in it), and the characters
+#: and nodes of their subtrees (:func:`_nodes`).
+_NODES: Memo[dict[Sequence[int], tuple[frozenset[int], dict[int, int], int, int]]] = Memo(lambda doc: {})
+
+
+def _nodes(doc: Document, entry: Sequence[int]) -> tuple[frozenset[int], dict[int, int], int, int]:
+    """``entry``'s distinct nodes, each with its first place in it, and what
+    :meth:`Policy.bounded` charges for them all (the characters of text and the nodes of each
+    one's subtree), remembered per page: a closure takes what is new of a long entry at once."""
+    memo = _NODES(doc)
+    got = memo.get(entry)
+    if got is None:
+        at: dict[int, int] = {}
+        for n, j in enumerate(entry):
+            at.setdefault(j, n)
+        end = doc.end
+        got = memo[entry] = (frozenset(at), at, sum(_chars(doc, j) for j in at), sum(end[j] - j for j in at))
+    return got
 
 
 def label_head(doc: Document, node: int, chars: int = MAX_LABEL_CHARS, nodes: int = MAX_LABEL_NODES) -> tuple[int, ...]:
@@ -268,19 +311,6 @@ def _chars(doc: Document, node: int) -> int:
                     break
         sizes[node] = got
     return got
-
-
-def over_bounds(doc: Document, closed: Iterable[int], nodes: Set[int]) -> bool:
-    """Whether the context ``closed - nodes`` may hold more than :data:`MAX_CONTEXT_CHARS`
-    characters or :data:`MAX_CONTEXT_NODES` nodes (a node inside another counts again)."""
-    chars, count, end = MAX_CONTEXT_CHARS, MAX_CONTEXT_NODES, doc.end
-    for j in closed:
-        if j not in nodes:
-            chars -= _chars(doc, j)
-            count -= end[j] - j
-            if chars < 0 or count < 0:
-                return True
-    return False
 
 
 def _bounded(doc: Document, entry: tuple[int, ...]) -> tuple[int, ...]:

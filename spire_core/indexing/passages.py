@@ -36,7 +36,7 @@ from typing import Literal
 
 from spire_core.context import HTML, Policy
 from spire_core.context.headers import headings
-from spire_core.context.policy import MAX_CONTEXT_CHARS, over_bounds
+from spire_core.context.policy import MAX_CONTEXT_CHARS
 from spire_core.document.links import Reference, references
 from spire_core.document.paths import down_indices
 from spire_core.document.render import rendered
@@ -197,10 +197,8 @@ def passages(
             own = set(nodes)
             run = _Run(key, [(s, nodes)], set(own), own, _tokens(doc, own, size), True, bare=True)
             continue
-        closed = policy.indices(doc, nodes)
-        cut = over_bounds(doc, closed, set(nodes))
-        if cut:
-            closed = policy.nearest(doc, nodes)
+        closed, whole = policy.bounded(doc, nodes)
+        cut = not whole
         covered = down_indices(doc, closed)
         run = _Run(key, [(s, nodes)], covered, closed, _tokens(doc, covered, size), cut)
     if run is not None:

@@ -12,8 +12,10 @@ search may hold more, the prefix of hits is doubled and admission continues, for
 from __future__ import annotations
 
 import logging
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Protocol
 
 from spire_core.context import HTML, Policy
@@ -98,6 +100,7 @@ class _Group:
 OWN_MEMO_SIZE = 4096
 _OWN: Memo[LRU[tuple[Policy, str, frozenset[int]], str]] = Memo(lambda doc: LRU(OWN_MEMO_SIZE))
 _CLOSED: Memo[LRU[tuple[Policy, frozenset[int]], frozenset[int]]] = Memo(lambda doc: LRU(OWN_MEMO_SIZE))
+_LEAST: Memo[LRU[tuple[Policy, SizeFn, frozenset[int]], int]] = Memo(lambda doc: LRU(OWN_MEMO_SIZE))
 
 
 def own_context(doc: Document, policy: Policy, seed: frozenset[int]) -> frozenset[int]:
@@ -136,22 +139,26 @@ def seed_indices(doc: Document, paths: frozenset[Path]) -> tuple[set[int], froze
     return got
 
 
-#: Ancestors looked at to tell whether a text node is rendered already (beyond: assumed it is).
-_DELIVERED_DEPTH = 64
-
-
-def _undelivered(doc: Document, seed: Iterable[int], context: set[int]) -> list[str]:
-    """The texts of ``seed`` that a rendering of ``context`` does not show yet (a rendering shows
-    the subtrees of its nodes). Each ancestor's verdict is remembered for the call, so that a
-    large seed under a deep chain walks each node once. On a very deep page a text node is
-    assumed shown rather than walked to the root: this is a lower bound that may only let a hit
-    through to the exact check."""
-    parent, tag = doc.parent, doc.tag
+def _undelivered(doc: Document, seed: Iterable[int], context: set[int]) -> list[int]:
+    """The text nodes that a rendering of ``seed`` shows and one of ``context`` does not, in
+    document order (a rendering shows the subtrees of its nodes). Each ancestor's verdict is
+    remembered for the call, so that a large seed under a deep chain walks each node once: the
+    work is bounded by the seed's subtrees and ancestors (a page is at most ``MAX_DEPTH`` deep)."""
+    parent, tag, end = doc.parent, doc.tag, doc.end
+    out: list[int] = []
+    last = -1  # the last node of the last subtree taken
+    if not context:  # (a group's first seeds: every text of their subtrees, sliced from the page's)
+        ranks, texts = _TEXTS(doc)
+        for i in sorted(seed):
+            if i > last:
+                last = end[i] - 1
+                out += texts[ranks[i] : ranks[last + 1]]
+        return out
     shown: dict[int, bool] = {}
-    out = []
-    for i in seed:
-        if tag[i] is not None:
+    for i in sorted(seed):
+        if i <= last:
             continue
+        last = end[i] - 1
         chain: list[int] = []
         j = i
         while True:
@@ -165,22 +172,56 @@ def _undelivered(doc: Document, seed: Iterable[int], context: set[int]) -> list[
             if known is not None:
                 verdict = known
                 break
-            if len(chain) >= _DELIVERED_DEPTH:
-                verdict = True  # assumed shown: a lower bound still
-                break
             chain.append(j)
             j = parent[j]
         for c in chain:
             shown[c] = verdict
-        if not verdict:
-            out.append(doc.text[i])
+        if verdict:
+            continue
+        j = i
+        while j <= last:  # i's subtree, less what the context's nodes in it show
+            if j != i and j in context:
+                j = end[j]
+                continue
+            if tag[j] is None:
+                out.append(j)
+            j += 1
     return out
 
 
-def _least_added(size: SizeFn, texts: Sequence[str]) -> int:
-    """A lower bound of what a rendering grows by when it comes to show ``texts`` (from
-    :func:`_undelivered`): their tokens, less one per junction, where two texts may join into one word."""
-    return size(" ".join(texts)) - len(texts) + 1 if texts else 0
+def _texts(doc: Document) -> tuple[array[int], array[int]]:
+    """The page's text nodes in document order, and for each node (and the end) how many come before it."""
+    ranks, texts = array("l", bytes(8 * (len(doc) + 1))), array("l")
+    for i, tag in enumerate(doc.tag):
+        ranks[i] = len(texts)
+        if tag is None:
+            texts.append(i)
+    ranks[len(doc)] = len(texts)
+    return ranks, texts
+
+
+_TEXTS: Memo[tuple[array[int], array[int]]] = Memo(_texts)
+
+
+def _least_added(doc: Document, size: SizeFn, texts: Sequence[int], onto: bool) -> int:
+    """A lower bound of what a rendering grows by when it comes to show the text nodes ``texts``
+    (from :func:`_undelivered`), ``onto`` an existing rendering or from nothing.
+
+    A rendering shows the texts in document order with only markup, spaces and other text
+    between them, and putting characters between never joins two words: the texts joined with
+    nothing between cost no more than their rendering (exact for
+    :func:`~spire_core.size.approx_tokens`, which counts words and marks; an estimate for a
+    model's tokenizer). Onto a rendering, each run of texts that follow each other on the page
+    (no other text between) is put in one place, where it may join a word already shown: less
+    one per run.
+    """
+    if not texts:
+        return 0
+    bound = size("".join(doc.text[i] for i in texts))
+    if onto:
+        ranks = _TEXTS(doc)[0]
+        bound -= 1 + sum(ranks[b] != ranks[a] + 1 for a, b in pairwise(texts))
+    return bound
 
 
 class _Admission:
@@ -236,7 +277,8 @@ class _Admission:
             """The union with the first ``m`` hits, its rendering and cost, if it fits the budget."""
             if m not in tried:
                 added = set().union(*(own_context(doc, self.policy, f) for f in seeds[:m]))
-                if _least_added(self.size, _undelivered(doc, added, base)) > self.budget - self.total:
+                least = _least_added(doc, self.size, _undelivered(doc, added, base), bool(base))
+                if least > self.budget - self.total:
                     tried[m] = None  # cannot fit: not rendered
                 else:
                     merged = self.merged(doc, group, seeds[:m])
@@ -292,10 +334,12 @@ class _Admission:
             group = _Group(doc, rank, hit.score)
         # a policy is a closure under per-node contributions, so the closure of a union is
         # the union of the closures: the group's context is never re-closed
-        closed = own_context(doc, self.policy, frozen)
-        if _least_added(self.size, _undelivered(doc, closed, group.context)) > self.budget - self.total:
+        room = self.budget - self.total
+        if self.least(doc, frozen) > room + group.cost or (
+            group.context and _least_added(doc, self.size, self.undelivered(doc, frozen, group.context), True) > room
+        ):
             self.over += 1
-            return  # its new text and its global context's (headings, labels) cannot fit: not rendered
+            return  # its text and its global context's (headings, labels) cannot fit: not rendered
         context, text, cost = self.merged(doc, group, [frozen])
         if self.total - group.cost + cost > self.budget:
             self.over += 1
@@ -314,9 +358,7 @@ class _Admission:
             for more in self.follow(hit):
                 self.offer(more)
 
-    def merged(
-        self, doc: Document, group: _Group | None, seeds: Sequence[frozenset[int]]
-    ) -> tuple[set[int], str, int]:
+    def merged(self, doc: Document, group: _Group | None, seeds: Sequence[frozenset[int]]) -> tuple[set[int], str, int]:
         """``group``'s context with the own contexts of ``seeds`` added, its rendering and cost:
         the group's when nothing is added, a lone seed's own rendering when it starts the group
         (own renderings are made only for the seeds admitted or starting a group)."""
@@ -331,6 +373,21 @@ class _Admission:
             return context, own_text, self.size(own_text)
         text = render_indices(doc, context, fmt=self.fmt)
         return context, text, self.size(text)
+
+    def undelivered(self, doc: Document, frozen: frozenset[int], context: set[int]) -> list[int]:
+        """:func:`_undelivered` of a seed's own context onto ``context``."""
+        return _undelivered(doc, own_context(doc, self.policy, frozen), context)
+
+    def least(self, doc: Document, frozen: frozenset[int]) -> int:
+        """A lower bound of the cost of any rendering that shows a seed's own context (the
+        bound from nothing of :func:`_least_added`), memoised per document: a seed offered
+        to a group whose rendering would grow little may still never fit."""
+        memo = _LEAST(doc)
+        key = (self.policy, self.size, frozen)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = _least_added(doc, self.size, self.undelivered(doc, frozen, set()), False)
+        return got
 
     def own_text(self, doc: Document, frozen: frozenset[int]) -> str:
         """The rendering of a seed's own context, memoised per document (``frozen``: the seed, hashable)."""

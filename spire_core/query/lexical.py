@@ -14,9 +14,12 @@ runs of Unicode word characters (``\\w+``: letters of any script, digits, ``_``,
 ``checkpoint_timeout`` stays one word and ``Größe`` or ``élève`` stay whole), the language's
 stop words are dropped (bm25s's lists, chosen by the same language code through
 :func:`spire_core.reading.language.stop_words`, where the table views take theirs; a language
-without a list keeps every word) and the rest are stemmed by the language's Snowball stemmer. The
-language is a PyStemmer name or ISO code (``"english"``, ``"fr"``, ``"german"``, ...;
-:func:`languages`). Nothing in it is specific to English but the default.
+without a list keeps every word) and the rest are stemmed by the language's Snowball stemmer (a
+language without one keeps its words whole). The language is a PyStemmer name or ISO code
+(``"english"``, ``"fr"``, ``"german"``, ...; :func:`languages`). Each page is tokenized in its
+own language (:attr:`Document.language <spire_core.document.tree.Document.language>`: declared,
+else detected; the index's language when it has none), and a question in each language of the
+indexed pages. Nothing in it is specific to English but the default.
 
 **Units** (:func:`sentence_units`): each sentence is indexed with the text its own sentence
 seed embeds (``seeds(doc, unit="sentence")``): its words under its global context (title,
@@ -152,7 +155,10 @@ class LexicalIndex:
         b: float = DEFAULT_B,
     ) -> None:
         self.settings = _Settings(language, stem, stopwords, k1, b)
-        self.tokenize = tokenizer(language, stem=stem, stopwords=stopwords)
+        #: language -> its tokenizer (:meth:`tokenizer`)
+        self._tokenizers: dict[str, Callable[[str], list[str]]] = {}
+        #: per page, the language its units were tokenized in
+        self.languages: dict[str, str] = {}
         #: per page, in insertion order: its units' encoded path sets, their terms as ids into
         #: ``_words`` (one array), and each unit's number of terms
         self._pages: dict[str, tuple[list[str], np.ndarray, np.ndarray]] = {}
@@ -179,19 +185,46 @@ class LexicalIndex:
             index.add_page(doc_id, page)
         return index
 
+    def tokenizer(self, language: str | None) -> Callable[[str], list[str]]:
+        """The tokenizer of ``language`` (None: the index's), with the index's settings; a
+        language without a Snowball stemmer keeps its words whole."""
+        name = language or self.settings.language
+        got = self._tokenizers.get(name)
+        if got is None:
+            stem, stopwords = self.settings.stem, self.settings.stopwords
+            try:
+                got = tokenizer(name, stem=stem, stopwords=stopwords)
+            except KeyError:
+                got = tokenizer(name, stem=False, stopwords=stopwords)
+            self._tokenizers[name] = got
+        return got
+
     def add_page(
-        self, doc_id: str, units: Iterable[tuple[frozenset[Path], str]], *, version: str | None = None
+        self,
+        doc_id: str,
+        units: Iterable[tuple[frozenset[Path], str]],
+        *,
+        version: str | None = None,
+        language: str | None = None,
     ) -> None:
-        """Add page ``doc_id``'s units (``(paths, text)``) at ``version``, replacing what it had."""
+        """Add page ``doc_id``'s units (``(paths, text)``) at ``version``, replacing what it had,
+        tokenized in the page's ``language`` (an ISO code or a name; None: the index's)."""
         paths: list[str] = []
         ids: list[int] = []
         lengths: list[int] = []
+        tokenize = self.tokenizer(language)
         for p, text in units:
             paths.append(encode_paths(p))
-            terms = self.tokenize(text)
+            terms = tokenize(text)
             ids.extend(self._term_id(t) for t in terms)
             lengths.append(len(terms))
-        self._store(doc_id, paths, ids, lengths, version)
+        self._store(doc_id, paths, ids, lengths, version, language)
+
+    def add_document(self, doc: Document, *, policy: Policy = HTML, version: str | None = None) -> None:
+        """Add ``doc``'s sentences (:func:`sentence_units`) in its language (declared or detected:
+        :attr:`Document.language <spire_core.document.tree.Document.language>`)."""
+        units = [(paths, text) for _, paths, text in sentence_units(doc, policy=policy)]
+        self.add_page(doc.doc_id or "", units, version=version, language=doc.language)
 
     def _term_id(self, term: str) -> int:
         found = self._vocab.get(term)
@@ -200,10 +233,19 @@ class LexicalIndex:
             self._words.append(term)
         return found
 
-    def _store(self, doc_id: str, paths: list[str], ids: list[int], lengths: list[int], version: str | None) -> None:
+    def _store(
+        self,
+        doc_id: str,
+        paths: list[str],
+        ids: list[int],
+        lengths: list[int],
+        version: str | None,
+        language: str | None,
+    ) -> None:
         self._pages.pop(doc_id, None)
         self._pages[doc_id] = (paths, np.asarray(ids, dtype=np.int32), np.asarray(lengths, dtype=np.int32))
         self.versions[doc_id] = version
+        self.languages[doc_id] = language or self.settings.language
         self._bm25 = None
 
     def _terms(self, doc_id: str) -> list[list[str]]:
@@ -220,6 +262,7 @@ class LexicalIndex:
     def remove_page(self, doc_id: str) -> None:
         """Forget page ``doc_id`` (nothing when it is not indexed)."""
         self.versions.pop(doc_id, None)
+        self.languages.pop(doc_id, None)
         if self._pages.pop(doc_id, None) is not None:
             self._bm25 = None
 
@@ -258,6 +301,14 @@ class LexicalIndex:
         sharing no term with the query are never returned."""
         return [(h.doc_id, h.paths, h.score) for h in self.hits(query, k, doc_ids=doc_ids)]
 
+    def query_terms(self, query: str) -> list[str]:
+        """``query``'s terms in each language of the indexed pages (a question is matched
+        against every page in that page's terms), each term once where the languages differ."""
+        readings = dict.fromkeys(tuple(self.tokenizer(lang)(query)) for lang in dict.fromkeys(self.languages.values()))
+        if len(readings) <= 1:
+            return list(next(iter(readings), ()))
+        return list(dict.fromkeys(t for terms in readings for t in terms))
+
     def hits(self, query: str, k: int, *, doc_ids: Iterable[str] | None = None) -> list[Hit]:
         """:meth:`search` as :class:`~spire_core.query.aggregate.Hit` objects."""
         if k <= 0 or not self._pages:
@@ -265,7 +316,7 @@ class LexicalIndex:
         bm25 = self._index()
         if not self._doc_of:
             return []
-        ids = bm25.get_tokens_ids(self.tokenize(query))
+        ids = bm25.get_tokens_ids(self.query_terms(query))
         if not ids:
             return []
         scores = np.asarray(bm25.get_scores_from_ids(ids), dtype=np.float64)
@@ -298,7 +349,8 @@ class LexicalIndex:
         lengths: list[int] = []
         pages = []
         for doc_id, (paths, page_ids, page_lengths) in self._pages.items():
-            pages.append({"id": doc_id, "version": self.versions.get(doc_id), "paths": paths})
+            language = self.languages.get(doc_id)
+            pages.append({"id": doc_id, "version": self.versions.get(doc_id), "language": language, "paths": paths})
             lengths.extend(page_lengths.tolist())
             ids.extend(vocab.setdefault(self._words[t], len(vocab)) for t in page_ids.tolist())
         meta = {"format": _FORMAT, "settings": self.settings.__dict__, "vocab": list(vocab), "pages": pages}
@@ -338,7 +390,11 @@ class LexicalIndex:
             end = start + sum(page_lengths)
             if len(page_lengths) != len(paths) or end > len(ids):
                 raise ValueError(f"{folder}: the terms do not match the pages")
-            index._store(page["id"], paths, [terms[t] for t in ids[start:end]], page_lengths, page.get("version"))
+            language = page.get("language")
+            if language is not None and not isinstance(language, str):
+                raise ValueError(f"{folder}: the language of page {page.get('id')!r} is not a string")
+            words = [terms[t] for t in ids[start:end]]
+            index._store(page["id"], paths, words, page_lengths, page.get("version"), language)
             start, row = end, row + len(paths)
         if start != len(ids) or row != len(lengths):
             raise ValueError(f"{folder}: the terms do not match the pages")
@@ -406,7 +462,7 @@ class Lexicon:
                 self.index.remove_page(doc_id)
                 continue
             units = [(paths, text) for _, paths, text in sentence_units(doc, policy=self.policy)]
-            self.index.add_page(doc_id, units, version=version)
+            self.index.add_page(doc_id, units, version=version, language=doc.language)
         self._stale.clear()
         self._checked = time.monotonic()
 

@@ -41,7 +41,13 @@ import lxml.html
 from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Element, gc_paused
 from spire_core.errors import EmptyDocumentError, SegmentationError
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
-from spire_core.reading.language import declared_language, primary_subtag, punkt_language
+from spire_core.reading.language import (
+    declared_language,
+    detected_language,
+    primary_subtag,
+    prose_sample,
+    punkt_language,
+)
 from spire_core.reading.markdown import is_markdown, markdown_to_html
 from spire_core.reading.punkt import sentence_spans
 from spire_core.reading.sentences import segment as segment_tree
@@ -141,8 +147,8 @@ def parse_html(
     """Parse HTML text or bytes into a :class:`Document`.
 
     ``segment`` inserts sentence sentinels (NLTK Punkt, with the parameters of the page's
-    language: ``language``, an ISO 639-1 code, else the one the page declares, else English;
-    :mod:`spire_core.reading.language`); with ``segment=False`` paths are
+    language: ``language``, an ISO 639-1 code, else the one the page declares, else the one
+    detected in its text, else English; :mod:`spire_core.reading.language`); with ``segment=False`` paths are
     those of the cleaned tree alone. ``boilerplate`` drops site chrome (module docstring).
     Bytes honour a BOM and ``<meta charset>``; invalid sequences are replaced and counted in
     ``Document.decode_errors``. Raises :class:`~spire_core.errors.NotHTMLError` for binary
@@ -155,7 +161,7 @@ def parse_html(
     warnings = list(decoded.warnings)
     with gc_paused():  # millions of live objects: cyclic GC passes only cost time here
         lx_root = _lxml_root(decoded.text, warnings)
-        language = primary_subtag(language) or declared_language(lx_root)
+        language = primary_subtag(language) or declared_language(lx_root) or detected_language(prose_sample(lx_root))
         root = _build(lx_root, boilerplate)
         del lx_root
         if segment:
@@ -258,6 +264,8 @@ _SUFFIXES: Mapping[str, PageKind] = {
     ".markdown": "markdown",
     ".txt": "text",
 }
+
+
 def declared_kind(media_type: str | None = None, file_name: str | None = None) -> PageKind | None:
     """What a page is declared to be: by its media type (``text/markdown; charset=...``), else its file suffix."""
     media = media_type.split(";")[0].strip().lower() if media_type else ""

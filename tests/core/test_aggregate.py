@@ -304,7 +304,9 @@ def test_a_run_of_one_pages_hits_admits_what_one_by_one_admission_does(
 @given(page=html_pages(), data=st.data())
 def test_what_a_rendering_grows_by_is_bounded_below_without_rendering(page: str, data: st.DataObject) -> None:
     """The bound that lets admission reject a hit unrendered: showing more of a page costs at least
-    the tokens of the texts it newly shows, less one per junction (adjacent texts may join)."""
+    the tokens of the texts it newly shows joined with nothing between, less one per run of them
+    that follow each other on the page (each may join a word already shown); and any rendering
+    costs at least the tokens of all the texts it shows, joined with nothing between."""
     doc = parse_html(page)
     seeds = [s.paths for s in sentences(doc)]
     if not seeds:
@@ -315,8 +317,11 @@ def test_what_a_rendering_grows_by_is_bounded_below_without_rendering(page: str,
     more = set().union(*(set(HTML.indices(doc, doc.indices(p))) for p in added))
     before = approx_tokens(render_indices(doc, context)) if context else 0
     grown = approx_tokens(render_indices(doc, context | more)) - before
-    bound = aggregate_module._least_added(approx_tokens, aggregate_module._undelivered(doc, more - context, context))
-    assert bound <= grown
+    texts = aggregate_module._undelivered(doc, more - context, context)
+    assert aggregate_module._least_added(doc, approx_tokens, texts, bool(context)) <= grown
+    # from nothing: a bound of any rendering that shows ``more`` (what a seed offered to a group costs at least)
+    alone = aggregate_module._undelivered(doc, more, set())
+    assert aggregate_module._least_added(doc, approx_tokens, alone, False) <= before + grown
 
 
 def test_the_bound_allows_for_texts_that_join_into_one_word() -> None:
@@ -325,8 +330,8 @@ def test_the_bound_allows_for_texts_that_join_into_one_word() -> None:
     more = set(HTML.indices(doc, doc.indices(s.paths)))
     texts = aggregate_module._undelivered(doc, more, set())
     grown = approx_tokens(render_indices(doc, more))
-    assert approx_tokens(" ".join(texts)) > grown  # "Release 15" is two words; rendered, "Release15" is one
-    assert aggregate_module._least_added(approx_tokens, texts) <= grown
+    assert approx_tokens(" ".join(doc.text[i] for i in texts)) > grown  # rendered, "Release15" is one word
+    assert aggregate_module._least_added(doc, approx_tokens, texts, False) == grown
 
 
 # -- options ---------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from spire_core.context.lists import MAX_LABEL_CHILDREN, MAX_LIST_DEPTH, _terms
 from spire_core.context.policy import MAX_LABEL_CHARS, MAX_LABEL_NODES, label_head
 from spire_core.context.tables import MAX_COLUMN_LABELS, MAX_HEADER_ROWS
 from spire_core.document.paths import down_indices
+from spire_core.document.render import render_indices
 from spire_core.document.tables import CELL_TAGS
 from spire_core.document.tree import HEADING_LEVELS
 from tests.core.strategies import html_pages, sentence_with
@@ -678,6 +679,30 @@ def test_nearest_is_the_closure_when_it_fits_and_a_bounded_part_of_it_otherwise(
     assert sum(len(doc.text[i]) for i in added if doc.tag[i] is None) <= chars
     if chars >= MAX_LABEL_CHARS and count >= len(doc):
         assert part == closure
+    bounded, whole = policy.bounded(doc, nodes, chars, count)
+    assert bounded == part
+    assert whole == (part == closure)
+
+
+def test_a_long_label_is_taken_whole_when_it_fits_and_node_by_node_when_it_does_not() -> None:
+    """A label's head of many nodes (one entry of the contributions: a header cell over
+    :data:`MAX_LABEL_CHARS` is contributed by its first subtrees) joins a bounded context at
+    once when it fits, else node by node while they fit; ``bounded`` says whether the context
+    is the whole closure."""
+    label = "".join(f"<b>word{n:03d} </b>" for n in range(300))
+    doc = parse_html(f"<table><tr><th>{label}</th></tr><tr><td>The cell says seventy.</td></tr></table>")
+    [s] = [s for s in sentences(doc) if "seventy" in s.text]
+    nodes = doc.indices(s.paths)
+    closure = HTML.indices(doc, nodes)
+    assert len(closure - set(nodes)) > 100  # the head's bold words, one entry
+    fits, whole = HTML.bounded(doc, nodes)
+    assert (fits, whole) == (closure, True)
+    shown = render_indices(doc, fits)
+    assert "word000" in shown and "word299" not in shown and "seventy" in shown
+    tight, whole = HTML.bounded(doc, nodes, chars=100)
+    shown = render_indices(doc, tight)
+    assert not whole and "word000" in shown and "word011" in shown and "word012" not in shown  # 8 characters each
+    assert "seventy" in shown
 
 
 def _nearest(doc: Document, node: int, special: frozenset[str]) -> int:

@@ -1,12 +1,22 @@
-"""The page's declared language chooses Punkt's parameters, stop words and stems (issue 38); English is the fallback."""
+"""The page's language (declared, else detected) chooses Punkt's parameters, stop words and stems (issue 38);
+English is the fallback."""
 
 from __future__ import annotations
 
+import lxml.html
 import pytest
 
 from spire_core import parse_html, parse_page, sentences
 from spire_core.query.lexical import tokenizer as lexical_tokenizer
-from spire_core.reading.language import PUNKT_LANGUAGES, primary_subtag, punkt_language, stem_words, stop_words
+from spire_core.reading.language import (
+    PUNKT_LANGUAGES,
+    detected_language,
+    primary_subtag,
+    prose_sample,
+    punkt_language,
+    stem_words,
+    stop_words,
+)
 from spire_core.reading.punkt import languages, tokenizer
 
 GERMAN = "<p>Der Termin ist am 3. Januar im Saal. Vgl. Abschnitt 2 der Anleitung.</p>"
@@ -28,10 +38,38 @@ def test_a_page_declaring_german_is_segmented_with_german_parameters(page: str) 
     assert [s.text for s in sentences(doc)] == GERMAN_SENTENCES
 
 
-def test_an_undeclared_page_is_segmented_as_english_and_says_no_language() -> None:
+def test_an_undeclared_page_is_read_in_the_language_detected_in_its_prose() -> None:
     doc = parse_html(f"<html><body>{GERMAN}</body></html>")
+    assert doc.language == "de"
+    assert [s.text for s in sentences(doc)] == GERMAN_SENTENCES  # English would end sentences at "3." and "Vgl."
+
+
+def test_detection_reads_prose_not_code() -> None:
+    code = "<pre>for line in open(path): print(line) if the value is not None else return the default</pre>"
+    prose = "<p>Die Datei wird zeilenweise gelesen und jede Zeile ausgegeben, bis das Ende erreicht ist.</p>"
+    page = f"<p>Ja.</p>{code}{prose}"
+    assert parse_html(page).language == "de"
+    assert parse_html(f"<p>Ja.</p>{code}").language is None  # no prose to tell: read as English
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<table><tr><td>Ajax</td><td>1990</td></tr><tr><td>PSV</td><td>1991</td></tr></table>",
+        "<p>Smith 3. Jones 4. Miller 7.</p>",
+        "<p>1, 2, 3</p>",
+        "",
+    ],
+)
+def test_a_page_the_detector_is_unsure_of_says_no_language_and_is_read_as_english(page: str) -> None:
+    doc = parse_html(page)
     assert doc.language is None
-    assert [s.text for s in sentences(doc)] != GERMAN_SENTENCES  # English reads "3." and "Vgl." as ends
+    assert detected_language(prose_sample(lxml.html.document_fromstring(page or "<html></html>"))) is None
+
+
+def test_a_declared_language_is_not_second_guessed() -> None:
+    doc = parse_html(f"<html lang='en'><body>{GERMAN}</body></html>")
+    assert doc.language == "en" and [s.text for s in sentences(doc)] != GERMAN_SENTENCES
 
 
 def test_a_language_given_by_the_caller_wins_and_reaches_every_reader() -> None:

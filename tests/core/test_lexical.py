@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import logging
 from collections.abc import Iterator
 from functools import cache
@@ -130,6 +132,32 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
         )
 
 
+GERMAN_MANUAL = """<html><body><h1>Komprimierung</h1>
+<p>Mit xz lässt sich eine Datei besonders stark komprimieren. Das Werkzeug gzip ist schneller.</p>
+<p>Die Archive werden im Verzeichnis des Benutzers abgelegt, bis sie gelöscht werden.</p></body></html>"""
+
+
+def test_each_page_is_tokenized_in_its_own_language_and_questions_in_each(tmp_path: Path) -> None:
+    """A German page (language detected) is stemmed as German, so "komprimiert" finds "komprimieren";
+    an English page beside it is still stemmed as English; the languages survive a save."""
+    german = parse_html(GERMAN_MANUAL, doc_id="de")
+    assert german.language == "de"
+    index = LexicalIndex()
+    index.add_document(german)
+    index.add_document(_manual())
+    assert index.languages == {"de": "de", "manual": "en"}
+    [hit] = index.hits("Womit wird eine Datei komprimiert?", 1)
+    assert hit.doc_id == "de" and "xz" in next(s.text for s in sentences(german) if s.paths == hit.paths)
+    english_only = LexicalIndex.build(sentence_units(german))  # the index's one language for every page
+    assert english_only.hits("komprimiert", 1) == []
+    assert index.hits("frobnicators", 1)[0].doc_id == "manual"  # English stems: frobnicators -> frobnic
+    index.save(tmp_path / "lexical")
+    loaded = LexicalIndex.load(tmp_path / "lexical")
+    assert loaded.languages == index.languages
+    question = "Womit wird eine Datei komprimiert?"
+    assert loaded.search(question, 3) == index.search(question, 3)
+
+
 def test_a_saved_lexicon_indexes_again_only_the_pages_that_changed(tmp_path: Path) -> None:
     pages = {"postgresql-wal.html": _page("postgresql-wal.html"), "python-json.html": _page("python-json.html")}
     versions = {"postgresql-wal.html": "v1", "python-json.html": "v1"}
@@ -164,6 +192,15 @@ def test_a_damaged_saved_index_is_refused(tmp_path: Path) -> None:
     LexicalIndex.build(sentence_units(_manual())).save(tmp_path)
     (tmp_path / "lexical-lengths.npy").write_bytes(b"garbage")
     with pytest.raises(ValueError):
+        LexicalIndex.load(tmp_path)
+
+
+def test_a_saved_page_language_that_is_no_string_is_refused(tmp_path: Path) -> None:
+    LexicalIndex.build(sentence_units(_manual())).save(tmp_path)
+    meta = json.loads(gzip.decompress((tmp_path / "lexical.json.gz").read_bytes()))
+    meta["pages"][0]["language"] = ["de"]
+    (tmp_path / "lexical.json.gz").write_bytes(gzip.compress(json.dumps(meta).encode()))
+    with pytest.raises(ValueError, match="language"):
         LexicalIndex.load(tmp_path)
 
 
