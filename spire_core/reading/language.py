@@ -70,7 +70,7 @@ def declared_language(lx_root: Any) -> str | None:
 #: Characters of a page's prose read to detect its language when it declares none.
 DETECT_CHARS = 4096
 #: A detected language is the page's when the detector gives it at least this probability. On the
-#: bench's and tuning sets' 162 pages it named each page's language first: the German manual's
+#: bench's, tuning sets' and example pages (162) it named each page's language first: the German manual's
 #: chapters at 0.95-0.99, English manuals at 0.80-0.90 (code and names dilute it), Wikipedia
 #: tables of names and numbers at 0.40-0.90; a page below it is read as English.
 DETECT_CONFIDENCE = 0.75
