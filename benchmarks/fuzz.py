@@ -70,6 +70,7 @@ from spire_core import (
     PassageHit,
     Sentence,
     SpireError,
+    Subdocument,
     aggregate,
     decode_paths,
     from_metadata,
@@ -360,8 +361,7 @@ def exercise(page: str | bytes, doc_id: str = "fuzz") -> str:
         return "ok"
     docs = {doc_id: doc}
     _check_passages(doc, sents, docs)
-    hits = [Hit(doc_id, s.paths, 1.0 - k / (len(sents) + 1)) for k, s in enumerate(sents[:64])]
-    results = aggregate(hits, documents=docs, budget=300)
+    results = _query(doc, sents)
     for r in results:
         _check(from_metadata(to_metadata(r), r.text) == r, "a result does not survive its metadata")
     local_context(doc, sents[0].paths, target=200, size=len)
@@ -404,9 +404,14 @@ def application_work(page: str | bytes, doc_id: str = "fuzz") -> None:
     except SpireError:
         return
     passages(doc)
-    sents = sentences(doc)
+    _query(doc, sentences(doc))
+
+
+def _query(doc: Document, sents: list[Sentence]) -> list[Subdocument]:
+    """One query's aggregation on ``doc``: its first 64 sentences as ranked hits, a budget of 300."""
+    doc_id = doc.doc_id or ""
     hits = [Hit(doc_id, s.paths, 1.0 - k / (len(sents) + 1)) for k, s in enumerate(sents[:64])]
-    aggregate(hits, documents={doc_id: doc}, budget=300)
+    return aggregate(hits, documents={doc_id: doc}, budget=300)
 
 
 def _answers(answer: str) -> Callable[[str], str]:

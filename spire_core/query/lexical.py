@@ -220,11 +220,14 @@ class LexicalIndex:
             lengths.append(len(terms))
         self._store(doc_id, paths, ids, lengths, version, language)
 
-    def add_document(self, doc: Document, *, policy: Policy = HTML, version: str | None = None) -> None:
+    def add_document(
+        self, doc: Document, *, policy: Policy = HTML, version: str | None = None, doc_id: str | None = None
+    ) -> None:
         """Add ``doc``'s sentences (:func:`sentence_units`) in its language (declared or detected:
-        :attr:`Document.language <spire_core.document.tree.Document.language>`)."""
+        :attr:`Document.language <spire_core.document.tree.Document.language>`), as page
+        ``doc_id`` (default: the document's own id)."""
         units = [(paths, text) for _, paths, text in sentence_units(doc, policy=policy)]
-        self.add_page(doc.doc_id or "", units, version=version, language=doc.language)
+        self.add_page(doc_id or doc.doc_id or "", units, version=version, language=doc.language)
 
     def _term_id(self, term: str) -> int:
         found = self._vocab.get(term)
@@ -461,8 +464,7 @@ class Lexicon:
             except SpireError:  # unreadable or gone meanwhile: its units are not searched
                 self.index.remove_page(doc_id)
                 continue
-            units = [(paths, text) for _, paths, text in sentence_units(doc, policy=self.policy)]
-            self.index.add_page(doc_id, units, version=version, language=doc.language)
+            self.index.add_document(doc, policy=self.policy, version=version, doc_id=doc_id)
         self._stale.clear()
         self._checked = time.monotonic()
 
