@@ -135,11 +135,15 @@ class Report:
     stale: set[str] = field(default_factory=set)
     #: pages with hits that hold in the page as read
     valid: set[str] = field(default_factory=set)
+    #: pages whose best-ranked hit is of another version: what the page is found for is not
+    #: what the page as read would show (a hit of another version can still hold in it, at a
+    #: path both versions have)
+    outranked: set[str] = field(default_factory=set)
 
     def again(self) -> bool:
         """Whether the retrieval is worth another try: a page was replaced or removed while it ran
-        (every hit of a page was of another version, or no hit had its page)."""
-        return bool(self.stale - self.valid) or bool(self.missing and not self.valid and self.hits)
+        (a page's best hit was of another version, or no hit had its page)."""
+        return bool(self.outranked) or bool(self.missing and not self.valid and self.hits)
 
 
 @dataclass
@@ -270,9 +274,11 @@ class _Try:
 
     def convert(self, entries: Sequence[StoreHit]) -> list[PassageHit]:
         """The valid passage hits of ``entries``, a prefix of the ranking; a prefix converted
-        before is not converted again (its pages stay pinned for the try)."""
+        before is not converted again (its pages stay pinned for the try). A ranking that is not
+        that prefix (the store was queried again) is converted afresh, and so is its report: a
+        page found valid in the ranking it replaced may have only stale hits in this one."""
         if len(self.read) > len(entries) or any(a is not b for a, b in zip(self.read, entries, strict=False)):
-            self.read, self.found = [], []  # not the prefix converted so far
+            self.read, self.found, self.report = [], [], Report()
         report = self.report
         for entry in entries[len(self.read) :]:
             hit = self._hit(entry, report)
@@ -303,6 +309,8 @@ class _Try:
             return None
         except UnknownPathError:  # a unit of the version a concurrent update just replaced
             report.stale.add(doc_id)
+            if doc_id not in report.valid:
+                report.outranked.add(doc_id)
             return None
         report.valid.add(doc_id)
         return PassageHit(doc_id, members, entry.score)
@@ -356,7 +364,8 @@ def retrieve(
         if not state.report.again():
             break
         if attempt < TRIES - 1:
-            log.debug("pages changed during the query, searching again: %s", state.report.stale or state.report.missing)
+            changed = state.report.outranked or state.report.missing
+            log.debug("pages changed during the query, searching again: %s", changed)
     _check(state.report, results)
     return Retrieval(results, state.report)
 
