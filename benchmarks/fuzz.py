@@ -278,7 +278,28 @@ def _issue36(rng: random.Random, budget: int) -> str:
     )
 
 
-_FAMILIES: list[Callable[[random.Random, int], str]] = [_soup, _table, _nested, _lists, _sentinels, _labels, _issue36]
+def _text_table(rng: random.Random, budget: int) -> str:
+    """A table drawn with spaces in a ``pre`` (read as a table): ragged, wrapped, tabbed or
+    misaligned rows, a rule of any length, sometimes boxed in a table of one cell."""
+    cols = rng.choice([2, 3, 8, 200])
+    width = rng.choice([1, 4, 12, 30])
+    gap = rng.choice(["  ", "   ", "\t", " "])
+
+    def line(n: int) -> str:
+        return gap.join(_words(rng, rng.randrange(1, 4)).strip().ljust(width) for _ in range(n)).rstrip()
+
+    lines = [line(cols), rng.choice(["-" * (width * cols), "===", "--- +---", "-- --"])]
+    while budget > 0:
+        r = rng.random()
+        lines.append(line(cols) if r < 0.7 else " " * width * rng.randrange(1, 4) + line(1) if r < 0.9 else "")
+        budget -= len(lines[-1]) + 1
+    pre = "<pre>" + "\n".join(lines) + "</pre>"
+    return f"<table><tr><td>{pre}</td></tr></table>" if rng.random() < 0.3 else pre
+
+
+_FAMILIES: list[Callable[[random.Random, int], str]] = [
+    _soup, _table, _nested, _lists, _sentinels, _labels, _issue36, _text_table
+]  # fmt: skip
 
 
 def hostile_page(rng: random.Random, max_chars: int = 8000) -> str | bytes:
@@ -317,13 +338,11 @@ def _check(cond: bool, what: str) -> None:
         raise InvariantError(what)
 
 
-_QUOTE_MARKERS = re.compile(r"(?m)^(?:[ \t]*>)+ ?")
-
-
 def _norm(text: str) -> str:
-    """Whitespace collapsed, Markdown's blockquote markers at line starts dropped (container syntax, not
-    text) and a table cell's escaped ``\\|`` read as the ``|`` it stands for."""
-    return " ".join(_QUOTE_MARKERS.sub("", text).replace("\\|", "|").split())
+    """Whitespace collapsed, every ``>`` read as a space (Markdown's blockquote markers are
+    container syntax, not text, and a code line inside a quote cannot be told from one that
+    starts with ``>``) and a table cell's escaped ``\\|`` read as the ``|`` it stands for."""
+    return " ".join(text.replace(">", " ").replace("\\|", "|").split())
 
 
 #: Sentences whose context, rendering and laws are checked per page (the first ones).

@@ -30,6 +30,7 @@ from spire_core.context.headers import unlabelled_headings
 from spire_core.context.lists import LIST_TAGS, MAX_LIST_DEPTH, last_sentence, lead_in_paragraph
 from spire_core.context.policy import PageRule, Table
 from spire_core.document.tree import Memo
+from spire_core.reading.sentences import sentence_index
 
 if TYPE_CHECKING:
     from spire_core.document.tree import Document
@@ -38,12 +39,27 @@ if TYPE_CHECKING:
 LED_LISTS = frozenset({"ul", "ol", "menu"})
 
 
+#: A lead-in paragraph of at most this many characters is taken whole (see :func:`lead_in`).
+SHORT_LEAD_IN_CHARS = 200
+
+
 def lead_in(doc: Document, lst: int) -> tuple[int, ...]:
-    """The last sentence of the paragraph just before the list ``lst`` (empty: none)."""
+    """The last sentence of the paragraph just before the list ``lst`` (empty: none); the whole
+    paragraph when it is short (:data:`SHORT_LEAD_IN_CHARS`): a list announced, then a remark
+    on it ("Here is a recipe for nettle soup. 4 servings.")."""
     para = lead_in_paragraph(doc, lst)
     if para < 0:
         return ()
-    return tuple(last_sentence(doc, para))
+    last = last_sentence(doc, para)
+    if last[0] > para and len(doc.subtree_text(para).strip()) <= SHORT_LEAD_IN_CHARS:
+        index = sentence_index(doc)
+        k = index.before(last[0])
+        nodes = set(last)
+        while k > 0 and index.begins[k - 1] > para:
+            k -= 1
+            nodes |= index.nodes[k]
+        return tuple(sorted(nodes))
+    return tuple(last)
 
 
 def _lead_ins(doc: Document) -> Table:

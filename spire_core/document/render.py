@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from spire_core.document.paths import link_indices, link_order
-from spire_core.document.tables import Grid, grid
+from spire_core.document.tables import Grid, boxed, grid
 from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, LRU, SENTINELS, Document, Memo, Path
 from spire_core.options import Fmt
 
@@ -199,7 +199,7 @@ class _Renderer:
                 buf.append(" ")
             elif tag in INLINE_TAGS:  # rendered as its text: nothing opens or closes
                 pass
-            elif tag == "table":
+            elif tag == "table" and not boxed(doc, i):
                 self.flush()
                 self.table(i)
                 k = bisect_left(kept, doc.end[i])

@@ -78,6 +78,13 @@ def grid_table(doc: Document, cell: int) -> int | None:
     return None
 
 
+def boxed(doc: Document, table: int) -> bool:
+    """Whether ``table`` is a box, not a grid: one cell and no caption (a code listing or a
+    note framed by a table of one cell). It is rendered as what it holds."""
+    g = grid(doc, table)
+    return len(g.cells) == 1 and not g.captions
+
+
 def _own_rows(doc: Document, table: int) -> tuple[list[int], set[int], list[int]]:
     rows: list[int] = []
     in_head: set[int] = set()

@@ -51,6 +51,7 @@ from spire_core.reading.language import (
 from spire_core.reading.markdown import is_markdown, markdown_to_html
 from spire_core.reading.punkt import sentence_spans
 from spire_core.reading.sentences import segment as segment_tree
+from spire_core.reading.text_tables import text_tables
 
 DROP_TAGS = frozenset(
     [
@@ -164,6 +165,7 @@ def parse_html(
         language = primary_subtag(language) or declared_language(lx_root) or detected_language(prose_sample(lx_root))
         root = _build(lx_root, boilerplate)
         del lx_root
+        text_tables(root)
         if segment:
             split = partial(sentence_spans, language=punkt_language(language))
             try:

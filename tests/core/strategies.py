@@ -121,8 +121,9 @@ def label_line_html(draw: st.DrawFn) -> str:
 def _idiom(draw: st.DrawFn, depth: int) -> str:
     """The idioms of issue 38: a table titled by a line above it (or with an empty header row),
     a list after its lead-in paragraph, a term line over an indented block, a hidden heading,
-    text in a column group."""
-    kind = draw(st.sampled_from(["titled-table", "empty-header", "lead-in", "term", "hidden-h", "colgroup"]))
+    text in a column group, a table drawn with spaces in a ``pre``."""
+    kinds = ["titled-table", "empty-header", "lead-in", "term", "hidden-h", "colgroup", "text-table"]
+    kind = draw(st.sampled_from(kinds))
     if kind == "titled-table":
         table = _table(draw)
         return draw(label_line_html()) + (f'<div class="wrap">{table}</div>' if draw(st.booleans()) else table)
@@ -144,6 +145,15 @@ def _idiom(draw: st.DrawFn, depth: int) -> str:
         level = draw(st.integers(1, 6))
         how = draw(st.sampled_from(["hidden", 'style="display:none"', 'aria-hidden="true"']))
         return f"<h{level} {how}>{draw(sentence_text())}</h{level}><p>{draw(inline_html())}</p>"
+    if kind == "text-table":  # a table drawn with spaces in a pre, maybe boxed in a table of one cell
+        cols = draw(st.integers(2, 3))
+        lines = [
+            "".join(draw(sentence_text()).ljust(32) for _ in range(cols)).rstrip()
+            for _ in range(draw(st.integers(3, 5)))
+        ]
+        lines.insert(1, "-" * 32 * cols)
+        pre = "<pre>" + "\n".join(lines) + "</pre>"
+        return f"<table><tr><td>{pre}</td></tr></table>" if draw(st.booleans()) else pre
     return f"<table><colgroup>{draw(sentence_text())}<col></colgroup><tr><td>{draw(sentence_text())}</td></tr></table>"
 
 

@@ -13,6 +13,7 @@ import pytest
 from spire_core import HTML, Document, global_context, parse_html, passages, render
 from spire_core.context import EMPTY_HEADER_ROWS, LEAD_INS, TABLE_TITLES, TERM_BLOCKS, Policy, policy_named
 from spire_core.context.blocks import LABEL_LINE_CHARS, label_line
+from spire_core.context.lead_ins import SHORT_LEAD_IN_CHARS
 from tests.core.strategies import sentence_with
 
 TABLE = "<table><tr><th>Code</th><th>Meaning</th></tr><tr><td>2</td><td>File not found</td></tr></table>"
@@ -135,9 +136,14 @@ def test_a_heading_in_a_hidden_container_and_an_empty_hidden_heading_are_dropped
 
 
 # -- (c) list lead-ins ---------------------------------------------------------------------
+#: a first sentence that makes its paragraph longer than a short lead-in (taken whole)
+LONG = "Read this first, " + "as the codes below come from the manual of the tool itself, " * 4 + "at length."
+assert len(LONG) > SHORT_LEAD_IN_CHARS
+
+
 @pytest.mark.parametrize(
     "lead",
-    ["Some exit codes are", "the following pairs of options are incompatible", "Read this first. Some exit codes are"],
+    ["Some exit codes are", "the following pairs of options are incompatible", f"{LONG} Some exit codes are"],
 )
 def test_the_paragraph_just_before_a_list_is_its_lead_in(lead: str) -> None:
     page = f"<p>{lead}</p><ul><li>Two: the file was not found.</li><li>Three: no access.</li></ul>"
@@ -154,14 +160,23 @@ def test_a_lead_in_wrapped_list_and_nested_lists_each_have_their_own() -> None:
 
 @pytest.mark.parametrize(
     "lead",
-    ["Every case reduces to one of nine. Memcheck reports the following four kinds.", "However, there are caveats!"],
+    [f"{LONG} Memcheck reports the following four kinds.", "However, there are caveats!"],
 )
 def test_a_lead_in_that_ends_a_sentence_labels_the_list_too(lead: str) -> None:
     page = f"<p>{lead}</p><ul><li>Definitely lost.</li><li>Indirectly lost: cases 4 and 9.</li></ul>"
     shown = ctx(page, "Indirectly lost: cases 4 and 9.", LEAD_INS)
     last = lead.split(". ")[-1]
-    assert last in shown and "Every case" not in shown and "Definitely" not in shown
+    assert last in shown and "Read this first" not in shown and "Definitely" not in shown
     assert ctx(page, "Indirectly lost: cases 4 and 9.", policy_named("none")).count(last) == 0
+
+
+def test_a_short_lead_in_paragraph_is_taken_whole() -> None:
+    """A list announced, then a remark on it: the sentence nearest the list is not the one that
+    names it, and a short paragraph is shown whole."""
+    lead = "<p>For the serious hacker, here is a recipe for nettle soup. 4 servings.</p>"
+    page = f"{lead}<ul><li>1/2 teaspoon salt</li></ul>"
+    shown = ctx(page, "1/2 teaspoon salt", LEAD_INS)
+    assert "here is a recipe for nettle soup." in shown and "4 servings." in shown
 
 
 @pytest.mark.parametrize(
