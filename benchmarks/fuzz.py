@@ -281,7 +281,7 @@ def _issue36(rng: random.Random, budget: int) -> str:
 def _text_table(rng: random.Random, budget: int) -> str:
     """A table drawn with spaces in a ``pre`` (read as a table): ragged, wrapped, tabbed or
     misaligned rows, a rule of any length, sometimes boxed in a table of one cell."""
-    cols = rng.choice([2, 3, 8, 200])
+    cols = rng.choice([2, 3, 8, 32, 200])
     width = rng.choice([1, 4, 12, 30])
     gap = rng.choice(["  ", "   ", "\t", " "])
 

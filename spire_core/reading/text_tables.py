@@ -33,6 +33,9 @@ from spire_core.document.tree import Element
 MIN_ROWS = 2
 #: The longest ``pre`` text read for a table (a longer block stays as it is: bounded work).
 MAX_CHARS = 200_000
+#: The most columns a text table has (a header line of more fields is prose or data, not a
+#: table header; each field of a row is matched against every column: work per byte bounded).
+MAX_COLUMNS = 32
 
 _RULE = re.compile(r"[ \t]*[-=]{3,}(?:[ +|]+[-=]{3,})*[ \t]*")
 _FIELD = re.compile(r"\S+(?: \S+)*")
@@ -78,7 +81,7 @@ def _table(text: str) -> Element | None:
     if first + 1 >= len(lines) or not _RULE.fullmatch(lines[first + 1]):
         return None
     head = _fields(lines[first])
-    if len(head) < 2:
+    if not 2 <= len(head) <= MAX_COLUMNS:
         return None
     starts = [s for s, _, _ in head]
     ends = [*starts[1:], 1 << 30]

@@ -58,6 +58,7 @@ def test_a_text_table_in_markdown_is_read_too() -> None:
         "Name   Value\n------------\nMATCH   1\n",  # one row: a heading over a rule
         "     Value\n------------\n   continued\nMATCH   1\n",  # a row that continues nothing
         "Name   Value\n" + "-" * 5000 + "x\nMATCH   1\nCONFIG   2\n",  # a near-rule (read in linear time)
+        "  ".join(["col"] * 33) + "\n-----\n" + "  ".join(["x"] * 33) + "\n" + "  ".join(["y"] * 33) + "\n",
     ],
 )
 def test_text_that_draws_no_table_stays_preformatted(pre: str) -> None:
