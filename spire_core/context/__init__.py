@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from spire_core.context.box_titles import BoxTitleRule
 from spire_core.context.definitions import DefinitionsRule
 from spire_core.context.headers import HeadersRule
 from spire_core.context.lead_ins import ListLeadInRule
@@ -29,8 +30,9 @@ TABLE_TITLES = Policy([TableTitleRule()], "table-titles")
 EMPTY_HEADER_ROWS = Policy([EmptyHeaderRowRule()], "empty-header-rows")
 LEAD_INS = Policy([ListLeadInRule()], "lead-ins")
 TERM_BLOCKS = Policy([TermBlockRule()], "term-blocks")
+BOX_TITLES = Policy([BoxTitleRule()], "box-titles")
 #: The idiom rules together.
-IDIOMS = compose(TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS)
+IDIOMS = compose(TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS, BOX_TITLES)
 #: The HTML-aware policy (Definition 5): the union of the four rules of the paper and the idiom rules.
 HTML = compose(TITLE, HEADERS, LISTS, TABLES, IDIOMS)
 #: The glossary-aware policy (Section 2.3.6): a mention of a term defined on the page brings its
@@ -51,6 +53,7 @@ _BUILT_IN = {
         EMPTY_HEADER_ROWS,
         LEAD_INS,
         TERM_BLOCKS,
+        BOX_TITLES,
         DEFINITIONS,
     )
 }
@@ -78,6 +81,7 @@ def global_context(doc: Document, paths: Iterable[Path], policy: Policy = HTML) 
 
 
 __all__ = [
+    "BOX_TITLES",
     "DEFINITIONS",
     "EMPTY_HEADER_ROWS",
     "HEADERS",

@@ -34,6 +34,16 @@ LABEL_LINE_NODES = 64
 EMPHASIS_TAGS = frozenset({"strong", "b", "em", "i", "code", "kbd", "samp", "var", "tt", "dfn", "cite", "u", "mark"})
 #: Blocks a label line may be.
 LINE_TAGS = frozenset({"p", "div"})
+#: At most this many invisible elements are passed over between a block and the one before it.
+MAX_INVISIBLE = 32
+#: An invisible element has at most this many nodes.
+MAX_INVISIBLE_NODES = 8
+#: Inline elements that show something without text.
+SHOWN_EMPTY = frozenset(
+    ["img", "input", "svg", "math", "video", "audio", "canvas", "iframe", "object", "embed", "select", "textarea"]
+)
+#: A ``div`` read as a paragraph holds at most this many nodes.
+MAX_PARAGRAPH_NODES = 512
 #: How a sentence ends, in the scripts Punkt and the pages know (Latin, Greek, CJK, Devanagari, Arabic).
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\u0964\u06d4\u037e][\"'\u201d\u2019)\]\s]*$")
 
@@ -82,20 +92,53 @@ def _under_emphasis(doc: Document, text_node: int, block: int) -> bool:
 
 
 def previous_block(doc: Document, node: int, *, climb: int = 0) -> int:
-    """The element just before ``node`` among its siblings (-1: none, or a text node there).
+    """The element just before ``node`` among its siblings (-1: none, or a text node there),
+    passing over elements that show nothing (:func:`invisible`: the empty anchors and index
+    terms generators put between a paragraph and what it announces).
 
     With ``climb``, a node that is the first child of a wrapper ``div`` (at most ``climb``
-    levels) is looked at from its wrapper: ``<p>Title</p><div class="table-wrap"><table>``.
+    levels; invisible elements before it do not count) is looked at from its wrapper:
+    ``<p>Title</p><div class="table-wrap"><table>``.
     """
     for _ in range(climb + 1):
         parent = doc.parent[node]
         if parent < 0:
             return -1
+        siblings = doc.children[parent]
         k = doc.pos[node]
+        skipped = 0
+        while k > 0 and skipped < MAX_INVISIBLE and invisible(doc, siblings[k - 1]):
+            k -= 1
+            skipped += 1
         if k > 0:
-            prev = doc.children[parent][k - 1]
+            prev = siblings[k - 1]
             return prev if doc.tag[prev] is not None else -1
         if doc.tag[parent] != "div":
             return -1
         node = parent
     return -1
+
+
+def invisible(doc: Document, node: int) -> bool:
+    """Whether the element at ``node`` shows nothing: an inline element (an anchor, a ``span``)
+    of at most :data:`MAX_INVISIBLE_NODES` nodes holding no text and no image or control."""
+    tag = doc.tag[node]
+    if tag is None or tag not in INLINE_TAGS or tag in SHOWN_EMPTY or doc.end[node] - node > MAX_INVISIBLE_NODES:
+        return False
+    return all(doc.tag[j] not in SHOWN_EMPTY and not (doc.tag[j] is None and doc.text[j].strip())
+               for j in range(node, doc.end[node]))  # fmt: skip
+
+
+def paragraph(doc: Document, node: int) -> bool:
+    """Whether the block at ``node`` is a paragraph: a ``p``, or a ``div`` holding inline content
+    only (how DocBook's Publican and other generators write every paragraph), of at most
+    :data:`MAX_PARAGRAPH_NODES` nodes."""
+    tag = doc.tag[node]
+    if tag == "p":
+        return True
+    if tag != "div" or doc.end[node] - node > MAX_PARAGRAPH_NODES:
+        return False
+    tags = doc.tag
+    return any(tags[j] is None for j in range(node + 1, doc.end[node])) and all(
+        tags[j] is None or tags[j] in INLINE_TAGS or tags[j] in SENTINELS for j in range(node + 1, doc.end[node])
+    )

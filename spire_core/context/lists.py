@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spire_core.context.blocks import paragraph, previous_block
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table, inherited
 from spire_core.document.tree import Memo
@@ -33,6 +34,8 @@ MAX_LABEL_CHILDREN = 32
 #: context's labels would otherwise grow with the nesting: a page nesting 2,000 lists, one
 #: label each, rendered 49 MB of passages from 30 KB of HTML. (The bench pages nest 5 deep.)
 MAX_LIST_DEPTH = 16
+#: A list's lead-in may sit before at most this many wrapper ``div`` the list opens.
+MAX_WRAPPERS = 8
 _LABELS: Memo[Table] = Memo(lambda doc: unlabelled_headings(doc, inherited(doc, _SPECIAL, _walk)))
 
 
@@ -150,17 +153,11 @@ def _label(doc: Document, item: int, toward: int) -> list[int]:
 
 
 def lead_in_paragraph(doc: Document, lst: int) -> int:
-    """The ``p`` just before the list ``lst`` or the wrapper ``div`` it opens (-1: none)."""
-    node = lst
-    parent = doc.parent[node]
-    while parent >= 0 and doc.tag[parent] == "div" and doc.children[parent][0] == node:
-        node, parent = parent, doc.parent[parent]  # climb out of wrapper divs
-    if parent < 0:
-        return -1
-    k = doc.pos[node]
-    if k == 0 or doc.tag[doc.children[parent][k - 1]] != "p":
-        return -1
-    return doc.children[parent][k - 1]
+    """The paragraph (:func:`~spire_core.context.blocks.paragraph`: a ``p`` or a ``div`` of
+    inline content) just before the list ``lst`` or the wrapper ``div`` it opens, elements that
+    show nothing between them passed over (-1: none)."""
+    prev = previous_block(doc, lst, climb=MAX_WRAPPERS)
+    return prev if prev >= 0 and paragraph(doc, prev) else -1
 
 
 def _lead_in(doc: Document, lst: int) -> list[int]:

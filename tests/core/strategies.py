@@ -120,9 +120,10 @@ def label_line_html(draw: st.DrawFn) -> str:
 
 def _idiom(draw: st.DrawFn, depth: int) -> str:
     """The idioms of issue 38: a table titled by a line above it (or with an empty header row),
-    a list after its lead-in paragraph, a term line over an indented block, a hidden heading,
-    text in a column group, a table drawn with spaces in a ``pre``."""
-    kinds = ["titled-table", "empty-header", "lead-in", "term", "hidden-h", "colgroup", "text-table"]
+    a list after its lead-in paragraph (a ``p`` or a ``div`` of inline content, maybe with empty
+    anchors before the list), a term line over an indented block, a hidden heading, text in a
+    column group, a table drawn with spaces in a ``pre``, a box whose first line is a title line."""
+    kinds = ["titled-table", "empty-header", "lead-in", "term", "hidden-h", "colgroup", "text-table", "box"]
     kind = draw(st.sampled_from(kinds))
     if kind == "titled-table":
         table = _table(draw)
@@ -135,7 +136,15 @@ def _idiom(draw: st.DrawFn, depth: int) -> str:
         )
         return f"<table><thead><tr>{'<th></th>' * cols}</tr></thead><tbody>{rows}</tbody></table>"
     if kind == "lead-in":
-        return f"<p>{draw(inline_html())}</p>{_list(draw, 1)}"
+        para = draw(st.sampled_from(["p", 'div class="para"']))
+        anchors = '<a id="i1"></a>' * draw(st.integers(0, 2))
+        return f"<{para}>{draw(inline_html())}</{para.split()[0]}>{anchors}{_list(draw, 1)}"
+    if kind == "box":  # a sidebar or note titled by its first line, maybe inside wrapper divs
+        line = draw(label_line_html()).replace("<p>", f'<p class="{draw(st.sampled_from(["title", "x-title"]))}">', 1)
+        if draw(st.booleans()):
+            line = f'<div class="titlepage"><div>{line}</div></div>'
+        body = _blocks(draw, depth - 1) if depth > 0 else f"<p>{draw(inline_html())}</p>"
+        return f'<div class="sidebar">{line}{body}</div>'
     if kind == "term":
         block = draw(st.sampled_from(["blockquote", 'div class="indent"', 'p style="margin-left:17%"']))
         inner = _blocks(draw, depth - 1) if depth > 0 and not block.startswith("p ") else draw(inline_html())

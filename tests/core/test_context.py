@@ -29,7 +29,7 @@ from spire_core import (
     render,
     sentences,
 )
-from spire_core.context import EMPTY_HEADER_ROWS, IDIOMS, LEAD_INS, TABLE_TITLES, TERM_BLOCKS
+from spire_core.context import BOX_TITLES, EMPTY_HEADER_ROWS, IDIOMS, LEAD_INS, TABLE_TITLES, TERM_BLOCKS
 from spire_core.context.lists import MAX_LABEL_CHILDREN, MAX_LIST_DEPTH, _terms
 from spire_core.context.policy import MAX_LABEL_CHARS, MAX_LABEL_NODES, label_head
 from spire_core.context.tables import MAX_COLUMN_LABELS, MAX_HEADER_ROWS
@@ -48,6 +48,7 @@ POLICIES = {
     "empty-header-rows": EMPTY_HEADER_ROWS,
     "lead-ins": LEAD_INS,
     "term-blocks": TERM_BLOCKS,
+    "box-titles": BOX_TITLES,
     "html": HTML,
 }
 
@@ -573,8 +574,9 @@ def test_constant_rule_and_none_policy() -> None:
 
 def test_compose_deduplicates_rules() -> None:
     composed = compose(HTML, TITLE, HEADERS)
-    assert len(composed.rules) == len(HTML.rules) == 8
-    assert {r.name for r in composed.rules} >= {"title", "headers", "lists", "tables", "lead-ins", "term-blocks"}
+    assert len(composed.rules) == len(HTML.rules) == 9
+    names = {"title", "headers", "lists", "tables", "lead-ins", "term-blocks", "box-titles"}
+    assert {r.name for r in composed.rules} >= names
 
 
 def test_default_policy_is_html() -> None:
@@ -623,6 +625,7 @@ def test_rules_add_only_their_kind_of_node(case: tuple[Document, frozenset[Path]
     # a title or term is a label line (p/div); a lead-in a sentence's nodes; stand-in labels are cells
     assert all(doc.get(x).tag in {"p", "div"} for x in global_context(doc, p, TABLE_TITLES) - p)
     assert all(doc.get(x).tag in {"p", "div"} for x in global_context(doc, p, TERM_BLOCKS) - p)
+    assert all(doc.get(x).tag in {"p", "div"} for x in global_context(doc, p, BOX_TITLES) - p)
     assert all(doc.get(x).tag in {"th", "td"} for x in global_context(doc, p, EMPTY_HEADER_ROWS) - p)
     for x in global_context(doc, p, LEAD_INS) - p:
         assert doc.get(x).tag not in {"li", "ul", "ol", "dd", "table", "blockquote"}

@@ -1,7 +1,8 @@
 """Global context for page idioms written without the element made for them (issue 38).
 
 A table titled by a line above it, a table whose header row is empty, a heading hidden from
-view, a list's lead-in without a colon, a term line over an indented description block.
+view, a list's lead-in without a colon (or written as a ``div``), a term line over an indented
+description block, a sidebar or note titled by its first line.
 Each rule on constructed pages, with the cases where it could misfire; the laws on generated
 pages of the idioms are in ``test_context.py`` (``POLICIES`` and ``strategies._idiom``).
 """
@@ -11,7 +12,16 @@ from __future__ import annotations
 import pytest
 
 from spire_core import HTML, Document, global_context, parse_html, passages, render
-from spire_core.context import EMPTY_HEADER_ROWS, LEAD_INS, TABLE_TITLES, TERM_BLOCKS, Policy, policy_named
+from spire_core.context import (
+    BOX_TITLES,
+    EMPTY_HEADER_ROWS,
+    LEAD_INS,
+    LISTS,
+    TABLE_TITLES,
+    TERM_BLOCKS,
+    Policy,
+    policy_named,
+)
 from spire_core.context.blocks import LABEL_LINE_CHARS, label_line
 from spire_core.context.lead_ins import SHORT_LEAD_IN_CHARS
 from tests.core.strategies import sentence_with
@@ -188,6 +198,82 @@ def test_anything_between_the_paragraph_and_the_list_means_no_lead_in(between: s
     assert "Some exit codes" not in ctx(page, "Two: the file was not found.", LEAD_INS)
 
 
+@pytest.mark.parametrize(
+    "para",
+    [
+        '<div class="para">Here are the fields of the file{end}</div>',  # Publican writes every paragraph so
+        '<p>Here are the fields of the file{end}</p><a id="x1"></a><a id="x2" class="indexterm"></a>',  # anchors
+        '<div class="para">Here are the fields of <code>/etc/passwd</code>{end}</div><span></span>',
+    ],
+)
+def test_a_lead_in_may_be_a_div_of_inline_content_and_anchors_may_sit_between(para: str) -> None:
+    page = '<p>Before.</p>{}<div class="itemizedlist"><ul><li>GECOS: the full name.</li></ul></div>'
+    assert "Here are the fields of" in ctx(page.format(para.format(end="")), "GECOS: the full name.", LEAD_INS)
+    assert "Here are the fields of" in ctx(page.format(para.format(end=":")), "GECOS: the full name.", LISTS)
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        '<div class="para">Some fields<p>nested block</p></div>',  # a div holding a block is no paragraph
+        '<p>Some fields</p><a href="/x"><img src="i.png" alt="icon"></a>',  # an image shows something
+        "<p>Some fields</p><span>shown</span>",
+    ],
+)
+def test_a_block_or_shown_element_before_the_list_means_no_lead_in(before: str) -> None:
+    page = f"{before}<ul><li>GECOS: the full name.</li></ul>"
+    assert ctx(page, "GECOS: the full name.", LEAD_INS) == ctx(page, "GECOS: the full name.", policy_named("none"))
+
+
+# -- (e) boxes titled by their first line --------------------------------------------------
+@pytest.mark.parametrize(
+    "box",
+    [  # DocBook (Publican) sidebar, Docutils admonition, a card; the title may say what kind of box
+        '<div class="sidebar"><div class="titlepage"><div><div><p class="title"><strong><em>VOCABULARY</em> Freeze'
+        '</strong></p></div></div></div><a id="i1"></a><div class="para">Only release managers may change it.</div>'
+        '<div class="para">Later text.</div></div>',
+        '<aside class="admonition note"><p class="admonition-title">Freeze</p><p>Only release managers may change it.'
+        "</p></aside>",
+        '<div class="card"><div class="card-title">Freeze</div><div class="card-body"><ul><li>Only release managers'
+        " may change it.</li></ul></div></div>",
+    ],
+)
+def test_a_box_is_labelled_by_its_title_line(box: str) -> None:
+    page = f"<h2>Release cycle</h2><p>Intro prose here.</p>{box}<p>After the box.</p>"
+    shown = ctx(page, "Only release managers may change it.", BOX_TITLES)
+    assert "Freeze" in shown and "Intro prose" not in shown
+    assert "Freeze" not in ctx(page, "After the box.", BOX_TITLES)
+    assert "Freeze" in ctx(page, "Only release managers may change it.")  # in the default policy
+
+
+SAID = "<p>Only release managers may change it.</p>"
+
+
+@pytest.mark.parametrize(
+    "box",
+    [
+        f'<div class="sidebar"><p><strong>Freeze</strong></p>{SAID}</div>',  # no title class
+        f'<div class="sidebar"><p>First prose.</p><p class="title">Freeze</p>{SAID}</div>',  # not first
+        f'<div class="sidebar"><p class="title">Freeze is when we stop.</p>{SAID}</div>',  # prose
+        f'<div class="sidebar"><p class="title">Freeze</p></div>{SAID}',  # nothing after it in its box
+        f'<table><tr><td><p class="title">Freeze</p>{SAID}</td></tr></table>',  # a cell is no box
+    ],
+)
+def test_a_line_that_is_no_title_line_first_in_its_box_titles_nothing(box: str) -> None:
+    page = f"<h2>Release cycle</h2>{box}"
+    sentence = "Only release managers may change it."
+    assert ctx(page, sentence, BOX_TITLES) == ctx(page, sentence, policy_named("none"))
+
+
+def test_nested_boxes_are_titled_to_a_bounded_depth() -> None:
+    from spire_core.context.box_titles import MAX_BOX_DEPTH
+
+    levels = 2 * MAX_BOX_DEPTH
+    page = "".join(f'<div class="note"><p class="title">T{k}</p>' for k in range(levels)) + "<p>Deepest.</p>"
+    shown = ctx(page, "Deepest.", BOX_TITLES)
+    assert [f"T{k}" for k in range(levels) if f"T{k}\n" in shown + "\n"] == [f"T{k}" for k in range(MAX_BOX_DEPTH)]
+
+
 # -- (d) term lines over indented description blocks ---------------------------------------
 @pytest.mark.parametrize(
     ("term", "block"),
@@ -245,8 +331,8 @@ def test_nested_description_blocks_are_labelled_to_a_bounded_depth() -> None:
 # -- the default policy and names ----------------------------------------------------------
 def test_the_idiom_rules_are_in_the_default_policy_and_named() -> None:
     names = {r.name for r in HTML.rules}
-    assert {"table-titles", "empty-header-rows", "lead-ins", "term-blocks"} <= names
-    for policy in (TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS):
+    assert {"table-titles", "empty-header-rows", "lead-ins", "term-blocks", "box-titles"} <= names
+    for policy in (TABLE_TITLES, EMPTY_HEADER_ROWS, LEAD_INS, TERM_BLOCKS, BOX_TITLES):
         assert policy_named(policy.name) is policy
     assert {r.name for r in policy_named(HTML.name).rules} == names
 
