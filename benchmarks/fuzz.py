@@ -297,8 +297,31 @@ def _text_table(rng: random.Random, budget: int) -> str:
     return f"<table><tr><td>{pre}</td></tr></table>" if rng.random() < 0.3 else pre
 
 
+def _boxes(rng: random.Random, budget: int) -> str:
+    """Boxes titled by their first line (a title class), nested, behind wrapper divs and empty
+    anchors, or not first; paragraphs written as ``div`` before lists after runs of anchors."""
+    out: list[str] = []
+    while budget > 0:
+        anchors = '<a id="a"></a>' * rng.choice([0, 1, 5, 40])
+        r = rng.random()
+        if r < 0.4:
+            kind = rng.choice(["title", "x-title", "note"])
+            title = f'<p class="{kind}"><b>{_words(rng, rng.randrange(1, 4))}</b></p>'
+            wrap = rng.choice([0, 1, 6])
+            part = '<div class="sidebar">' + anchors + "<div>" * wrap + title + "</div>" * wrap + anchors
+        elif r < 0.6:
+            lead = f'<div class="para">{_words(rng, rng.randrange(1, 9))}</div>'
+            part = f"{lead}{anchors}<div><ul><li>{_words(rng, 4)}</li>"
+        else:
+            close = rng.choice(["</div>", "</li></ul>", "", "</div></div>"])
+            part = f"<p>{_words(rng, rng.randrange(2, 12))}</p>{close}"
+        out.append(part)
+        budget -= len(part)
+    return "".join(out)
+
+
 _FAMILIES: list[Callable[[random.Random, int], str]] = [
-    _soup, _table, _nested, _lists, _sentinels, _labels, _issue36, _text_table
+    _soup, _table, _nested, _lists, _sentinels, _labels, _issue36, _text_table, _boxes
 ]  # fmt: skip
 
 
@@ -622,6 +645,11 @@ def _worst_pages() -> dict[str, str]:
         "20,000 stacked header rows": "<table>"
         + "".join(f"<tr><th>H{k}.</th></tr>" for k in range(20_000))
         + "<tr><td>Data.</td></tr></table>",
+        "20,000 empty anchors, then 20,000 titled lines and paragraphs": "<div>"
+        + '<a id="a"></a>' * 20_000
+        + '<p class="title">Title</p><p>Text.</p>' * 20_000
+        + "</div>",
+        "40,000 nested boxes, a title each": '<div class="box"><p class="title">Title</p>' * 40_000 + "<p>Deep.</p>",
         # every bound filled at once: each unit's whole context 46 KB
         "8,000 items under a title, 6 headings and 16 labels of 2,000 characters": f"<title>{label}</title>"
         + "".join(f"<h{k}>{label}</h{k}>" for k in range(1, 7))

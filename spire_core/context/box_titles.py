@@ -10,8 +10,9 @@ about, as a section's sentence lacks its heading.
 A *title line* is a label line (:func:`~spire_core.context.blocks.label_line`: short, inline,
 fully emphasised or not ending as a sentence ends) whose ``class`` has a token containing
 ``title``. Its *box* is the nearest block around it, climbing at most :data:`MAX_WRAPPERS`
-wrapper ``div`` of which it is the first child (elements that show nothing before it are
-passed over), that holds something after the line: an ``aside``, ``blockquote``, ``div``,
+wrapper ``div`` of which it is the first child (at most
+:data:`~spire_core.context.blocks.MAX_INVISIBLE` elements that show nothing before it are passed
+over), that holds something after the line: an ``aside``, ``blockquote``, ``div``,
 ``figure`` or ``section``. The title labels everything else in the box. Decided by markup and
 shape alone, with no word list: a title line that is not first in its block, a long or
 prose-like line, or a block without a title class (a bold first paragraph) titles nothing; a
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spire_core.context.blocks import invisible, label_line
+from spire_core.context.blocks import MAX_INVISIBLE, invisible, label_line
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table
 from spire_core.document.tree import Memo
@@ -55,9 +56,9 @@ def box_of(doc: Document, line: int) -> tuple[int, int] | None:
             return None
         siblings = doc.children[parent]
         k = doc.pos[node]
-        if not all(invisible(doc, s) for s in siblings[:k]):
+        if k > MAX_INVISIBLE or not all(invisible(doc, siblings[j]) for j in range(k)):
             return None  # something shown before the line: not the box's title
-        if any(doc.tag[s] is not None or doc.text[s].strip() for s in siblings[k + 1 :]):
+        if any(doc.tag[siblings[j]] is not None or doc.text[siblings[j]].strip() for j in range(k + 1, len(siblings))):
             return parent, node
         if doc.tag[parent] != "div":
             return None
