@@ -17,6 +17,14 @@ everything in the description block, as ``<dt>`` terms label a ``<dd>``. So a qu
 a paragraph of prose, or an indented block after a long or sentence-like paragraph, has no
 term; nor has a block after a line indented as deep as itself (two lines of one indented run).
 
+**Term rows.** Some generators set the term *beside* its description instead, as a row of two
+blocks: rustdoc's ``<div class="item-row"><div class="item-left"><a>vec_deque</a></div><div
+class="item-right">A double-ended queue ...</div></div>``, CSS grids of a name and its value.
+A ``div`` holding two ``div`` and nothing else, the first a label line, is such a row when a
+sibling just before or after it is a like row (same tag and class, two ``div``): its first cell
+is the second's term. One row alone, a row of three cells or one whose first cell is prose
+labels nothing.
+
 Inside nested description blocks each block's term counts, down to :data:`MAX_TERM_DEPTH` deep.
 """
 
@@ -37,6 +45,8 @@ if TYPE_CHECKING:
 INDENTABLE = frozenset({"div", "p", "section"})
 #: A description block's term is looked for at most this many indented siblings back.
 MAX_RUN = 32
+#: A term row holds at most this many children (its two cells and blank text around them).
+MAX_ROW_CHILDREN = 5
 #: Description blocks nested in more than this many termed blocks have no term (:func:`_terms`).
 MAX_TERM_DEPTH = 16
 _LEFT = re.compile(r"(?:^|;)\s*(?:margin|padding)-(?:left|inline-start)\s*:\s*([0-9]*\.?[0-9]+)\s*([a-z%]*)", re.I)
@@ -95,6 +105,41 @@ def term_of(doc: Document, block: int) -> int:
     return -1
 
 
+def row_term(doc: Document, cell: int) -> int:
+    """The term of ``cell`` when it is the second of a *term row* (-1: none): a ``div`` holding
+    two ``div`` and nothing else, the first a label line, among like rows (a sibling just
+    before or after it of the same tag and class holds two ``div`` too)."""
+    row = doc.parent[cell]
+    if row < 0 or doc.tag[row] != "div":
+        return -1
+    pair = _pair(doc, row)
+    if pair is None or pair[1] != cell or not label_line(doc, pair[0]):
+        return -1
+    outer = doc.parent[row]
+    if outer < 0:
+        return -1
+    siblings, k, cls = doc.children[outer], doc.pos[row], doc.attrs[row].get("class")
+    for j in (k - 1, k + 1):
+        if 0 <= j < len(siblings):
+            other = siblings[j]
+            if doc.tag[other] == "div" and doc.attrs[other].get("class") == cls and _pair(doc, other) is not None:
+                return pair[0]
+    return -1
+
+
+def _pair(doc: Document, row: int) -> tuple[int, int] | None:
+    """The two ``div`` ``row`` holds when it holds them and nothing else (text between them blank)."""
+    kids = doc.children[row]
+    if len(kids) > MAX_ROW_CHILDREN:
+        return None
+    cells = [c for c in kids if doc.tag[c] is not None]
+    if len(cells) != 2 or any(doc.tag[c] != "div" for c in cells):
+        return None
+    if any(doc.tag[c] is None and doc.text[c].strip() for c in kids):
+        return None
+    return cells[0], cells[1]
+
+
 def _terms(doc: Document) -> Table:
     """Every node's terms: those of the description blocks around it, nearest first (one pass).
 
@@ -109,6 +154,8 @@ def _terms(doc: Document) -> Table:
         around = out[parent] if parent >= 0 else ()
         if (tag == "blockquote" or tag in INDENTABLE) and d < MAX_TERM_DEPTH:
             term = term_of(doc, i)
+            if term < 0 and tag == "div":
+                term = row_term(doc, i)
             if term >= 0:
                 d += 1
                 around = (term, *around)

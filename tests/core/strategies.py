@@ -121,9 +121,10 @@ def label_line_html(draw: st.DrawFn) -> str:
 def _idiom(draw: st.DrawFn, depth: int) -> str:
     """The idioms of issue 38: a table titled by a line above it (or with an empty header row),
     a list after its lead-in paragraph (a ``p`` or a ``div`` of inline content, maybe with empty
-    anchors before the list), a term line over an indented block, a hidden heading, text in a
+    anchors before the list), a term line over an indented block, rows of a term and its description,
+    a hidden heading, text in a
     column group, a table drawn with spaces in a ``pre``, a box whose first line is a title line."""
-    kinds = ["titled-table", "empty-header", "lead-in", "term", "hidden-h", "colgroup", "text-table", "box"]
+    kinds = ["titled-table", "empty-header", "lead-in", "term", "rows", "hidden-h", "colgroup", "text-table", "box"]
     kind = draw(st.sampled_from(kinds))
     if kind == "titled-table":
         table = _table(draw)
@@ -139,6 +140,12 @@ def _idiom(draw: st.DrawFn, depth: int) -> str:
         para = draw(st.sampled_from(["p", 'div class="para"']))
         anchors = '<a id="i1"></a>' * draw(st.integers(0, 2))
         return f"<{para}>{draw(inline_html())}</{para.split()[0]}>{anchors}{_list(draw, 1)}"
+    if kind == "rows":  # term rows: a div of two div, the first a label line, among like rows
+        cell = '<div class="c">{}</div>'
+        return "".join(
+            f'<div class="r">{cell.format(draw(label_line_html()))}{cell.format(draw(inline_html()))}</div>'
+            for _ in range(draw(st.integers(1, 3)))
+        )
     if kind == "box":  # a sidebar or note titled by its first line, maybe inside wrapper divs
         line = draw(label_line_html()).replace("<p>", f'<p class="{draw(st.sampled_from(["title", "x-title"]))}">', 1)
         if draw(st.booleans()):

@@ -319,6 +319,34 @@ def test_an_indented_block_after_no_term_line_has_no_term(before: str, block: st
     assert ctx(page, "A quotation.", TERM_BLOCKS) == ctx(page, "A quotation.", policy_named("none"))
 
 
+ROW = '<div class="item-row"><div class="left"><a href="{0}.html">{0}</a></div><div class="r"><p>{1}</p></div></div>'
+
+
+def test_a_run_of_term_rows_labels_each_description_by_its_term() -> None:
+    """rustdoc's item tables, a CSS grid of terms and descriptions: rows of two ``div``."""
+    rows = ROW.format("linked_list", "A doubly-linked list.") + ROW.format("vec_deque", "A ring buffer queue.")
+    shown = ctx(f'<h2>Modules</h2><div class="item-table">{rows}</div>', "A ring buffer queue.", TERM_BLOCKS)
+    assert "vec_deque" in shown and "linked_list" not in shown
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        ROW.format("vec_deque", "A ring buffer queue."),  # one row alone: no run of like rows
+        ROW.format("a", "A list.").replace("item-row", "other") + ROW.format("vec_deque", "A ring buffer queue."),
+        (ROW.format("linked_list", "A list.") + ROW.format("vec_deque", "A ring buffer queue.")).replace(
+            '"left"><a href="vec_deque.html">vec_deque</a>', '"left">This is a whole sentence of prose.'
+        ),  # the first cell is no label line
+        (ROW.format("a", "A list.") + ROW.format("vec_deque", "A ring buffer queue.")).replace(
+            "</div></div>", '</div><div class="third">x</div></div>'
+        ),  # three cells
+    ],
+)
+def test_rows_that_are_no_run_of_term_rows_label_nothing(rows: str) -> None:
+    page = f'<div class="item-table">{rows}</div>'
+    assert ctx(page, "A ring buffer queue.", TERM_BLOCKS) == ctx(page, "A ring buffer queue.", policy_named("none"))
+
+
 def test_nested_description_blocks_are_labelled_to_a_bounded_depth() -> None:
     from spire_core.context.term_blocks import MAX_TERM_DEPTH
 
