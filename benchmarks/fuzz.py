@@ -299,7 +299,8 @@ def _text_table(rng: random.Random, budget: int) -> str:
 
 def _boxes(rng: random.Random, budget: int) -> str:
     """Boxes titled by their first line (a title class), nested, behind wrapper divs and empty
-    anchors, or not first; paragraphs written as ``div`` before lists after runs of anchors."""
+    anchors, or not first; term rows; paragraphs written as ``div`` before lists after runs of
+    anchors."""
     out: list[str] = []
     while budget > 0:
         anchors = '<a id="a"></a>' * rng.choice([0, 1, 5, 40])
@@ -309,6 +310,9 @@ def _boxes(rng: random.Random, budget: int) -> str:
             title = f'<p class="{kind}"><b>{_words(rng, rng.randrange(1, 4))}</b></p>'
             wrap = rng.choice([0, 1, 6])
             part = '<div class="sidebar">' + anchors + "<div>" * wrap + title + "</div>" * wrap + anchors
+        elif r < 0.5:  # term rows: two div, the first a label line, maybe among like rows
+            cell = f"<div><b>{_words(rng, rng.randrange(1, 3))}</b></div>"
+            part = f'<div class="row">{cell}<div>{_words(rng, rng.randrange(1, 9))}</div></div>' * rng.choice([1, 2, 9])
         elif r < 0.6:
             lead = f'<div class="para">{_words(rng, rng.randrange(1, 9))}</div>'
             part = f"{lead}{anchors}<div><ul><li>{_words(rng, 4)}</li>"
