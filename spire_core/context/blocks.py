@@ -42,6 +42,8 @@ MAX_INVISIBLE_NODES = 8
 SHOWN_EMPTY = frozenset(
     ["img", "input", "svg", "math", "video", "audio", "canvas", "iframe", "object", "embed", "select", "textarea"]
 )
+#: A paragraph is found inside at most this many wrapper ``div`` (:func:`paragraph_in`).
+MAX_WRAPPER_LEVELS = 2
 #: A ``div`` read as a paragraph holds at most this many nodes.
 MAX_PARAGRAPH_NODES = 512
 #: How a sentence ends, in the scripts Punkt and the pages know (Latin, Greek, CJK, Devanagari, Arabic).
@@ -125,8 +127,28 @@ def invisible(doc: Document, node: int) -> bool:
     tag = doc.tag[node]
     if tag is None or tag not in INLINE_TAGS or tag in SHOWN_EMPTY or doc.end[node] - node > MAX_INVISIBLE_NODES:
         return False
-    return all(doc.tag[j] not in SHOWN_EMPTY and not (doc.tag[j] is None and doc.text[j].strip())
-               for j in range(node, doc.end[node]))  # fmt: skip
+    tags, texts = doc.tag, doc.text
+    shown = (j for j in range(node, doc.end[node]) if tags[j] in SHOWN_EMPTY or (tags[j] is None and texts[j].strip()))
+    return next(shown, None) is None
+
+
+def paragraph_in(doc: Document, node: int) -> int:
+    """The paragraph the block at ``node`` is (:func:`paragraph`) or wraps: a ``div`` holding one
+    element and no text, at most :data:`MAX_WRAPPER_LEVELS` deep (Asciidoctor's
+    ``<div class="paragraph"><p>``); -1 when it is none."""
+    for _ in range(MAX_WRAPPER_LEVELS + 1):
+        if paragraph(doc, node):
+            return node
+        if doc.tag[node] != "div":
+            return -1
+        kids = doc.children[node]
+        if len(kids) > 3:
+            return -1
+        inner = [c for c in kids if doc.tag[c] is not None]
+        if len(inner) != 1 or any(doc.tag[c] is None and doc.text[c].strip() for c in kids):
+            return -1
+        node = inner[0]
+    return -1
 
 
 def paragraph(doc: Document, node: int) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spire_core.context.blocks import paragraph, previous_block
+from spire_core.context.blocks import paragraph_in, previous_block
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table, inherited
 from spire_core.document.tree import Memo
@@ -153,11 +153,11 @@ def _label(doc: Document, item: int, toward: int) -> list[int]:
 
 
 def lead_in_paragraph(doc: Document, lst: int) -> int:
-    """The paragraph (:func:`~spire_core.context.blocks.paragraph`: a ``p`` or a ``div`` of
-    inline content) just before the list ``lst`` or the wrapper ``div`` it opens, elements that
-    show nothing between them passed over (-1: none)."""
+    """The paragraph (:func:`~spire_core.context.blocks.paragraph_in`: a ``p`` or a ``div`` of
+    inline content, or a ``div`` wrapping one) just before the list ``lst`` or the wrapper
+    ``div`` it opens, elements that show nothing between them passed over (-1: none)."""
     prev = previous_block(doc, lst, climb=MAX_WRAPPERS)
-    return prev if prev >= 0 and paragraph(doc, prev) else -1
+    return paragraph_in(doc, prev) if prev >= 0 else -1
 
 
 def _lead_in(doc: Document, lst: int) -> list[int]:

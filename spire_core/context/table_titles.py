@@ -4,7 +4,8 @@
 just above it instead of a ``<caption>``: a bold or emphasised line, or a short paragraph
 ("**Table 2. Exit codes**", "Supported formats:"). A table without a caption of its own
 (nor the DocBook ``<p class="title">`` the grid already takes) is titled by the block just
-before it, or before the wrapper ``div`` it opens, when that block is a *label line*
+before it, or before the wrapper ``div`` it opens (or the paragraph that block wraps,
+:func:`~spire_core.context.blocks.paragraph_in`), when that block is a *label line*
 (:func:`~spire_core.context.blocks.label_line`: short, inline, and fully emphasised or not
 ending as a sentence ends). The title labels every cell, as a caption does. Decided by
 position and shape alone: a heading there is the headers rule's, a paragraph of prose ("See
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spire_core.context.blocks import label_line, previous_block
+from spire_core.context.blocks import label_line, paragraph_in, previous_block
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table, inherited
 from spire_core.context.tables import MAX_COLUMN_LABELS
@@ -42,7 +43,10 @@ def table_title(doc: Document, table: int) -> int | None:
     if grid(doc, table).caption is not None:
         return None
     prev = previous_block(doc, table, climb=WRAPPER_LEVELS)
-    return prev if prev >= 0 and label_line(doc, prev) else None
+    if prev < 0:
+        return None
+    line = prev if label_line(doc, prev) else paragraph_in(doc, prev)
+    return line if line >= 0 and label_line(doc, line) else None
 
 
 def _title_of_cell(doc: Document, cell: int) -> tuple[int, ...]:

@@ -19,11 +19,12 @@ term; nor has a block after a line indented as deep as itself (two lines of one 
 
 **Term rows.** Some generators set the term *beside* its description instead, as a row of two
 blocks: rustdoc's ``<div class="item-row"><div class="item-left"><a>vec_deque</a></div><div
-class="item-right">A double-ended queue ...</div></div>``, CSS grids of a name and its value.
-A ``div`` holding two ``div`` and nothing else, the first a label line, is such a row when a
-sibling just before or after it is a like row (same tag and class, two ``div``): its first cell
-is the second's term. One row alone, a row of three cells or one whose first cell is prose
-labels nothing.
+class="item-right">A double-ended queue ...</div></div>``, Haddock's ``<div class="top"><p
+class="src">keepDelimsR :: Splitter a</p><div class="doc">...</div></div>``, CSS grids of a
+name and its value. A ``div`` holding a label line (``p`` or ``div``) and then a ``div``, and
+nothing else, is such a row when a sibling just before or after it is a like row (same tag and
+class, the same two cells): its first cell is the second's term. One row alone, a row of three
+cells or one whose first cell is prose labels nothing.
 
 Inside nested description blocks each block's term counts, down to :data:`MAX_TERM_DEPTH` deep.
 """
@@ -33,7 +34,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from spire_core.context.blocks import label_line
+from spire_core.context.blocks import LINE_TAGS, label_line
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table
 from spire_core.document.tree import Memo
@@ -107,8 +108,8 @@ def term_of(doc: Document, block: int) -> int:
 
 def row_term(doc: Document, cell: int) -> int:
     """The term of ``cell`` when it is the second of a *term row* (-1: none): a ``div`` holding
-    two ``div`` and nothing else, the first a label line, among like rows (a sibling just
-    before or after it of the same tag and class holds two ``div`` too)."""
+    a label line and a ``div`` and nothing else, among like rows (a sibling just before or
+    after it of the same tag and class holds the same two cells)."""
     row = doc.parent[cell]
     if row < 0 or doc.tag[row] != "div":
         return -1
@@ -128,12 +129,13 @@ def row_term(doc: Document, cell: int) -> int:
 
 
 def _pair(doc: Document, row: int) -> tuple[int, int] | None:
-    """The two ``div`` ``row`` holds when it holds them and nothing else (text between them blank)."""
+    """The two cells ``row`` holds (a ``p`` or ``div``, then a ``div``) when it holds them and
+    nothing else (text between them blank)."""
     kids = doc.children[row]
     if len(kids) > MAX_ROW_CHILDREN:
         return None
     cells = [c for c in kids if doc.tag[c] is not None]
-    if len(cells) != 2 or any(doc.tag[c] != "div" for c in cells):
+    if len(cells) != 2 or doc.tag[cells[0]] not in LINE_TAGS or doc.tag[cells[1]] != "div":
         return None
     if any(doc.tag[c] is None and doc.text[c].strip() for c in kids):
         return None

@@ -139,11 +139,16 @@ def _idiom(draw: st.DrawFn, depth: int) -> str:
     if kind == "lead-in":
         para = draw(st.sampled_from(["p", 'div class="para"']))
         anchors = '<a id="i1"></a>' * draw(st.integers(0, 2))
-        return f"<{para}>{draw(inline_html())}</{para.split()[0]}>{anchors}{_list(draw, 1)}"
+        lead = f"<{para}>{draw(inline_html())}</{para.split()[0]}>"
+        if draw(st.booleans()):
+            lead = f'<div class="paragraph">{lead}</div>'
+        return f"{lead}{anchors}{_list(draw, 1)}"
     if kind == "rows":  # term rows: a div of two div, the first a label line, among like rows
         cell = '<div class="c">{}</div>'
+        bare = draw(st.booleans())  # the term a paragraph of its own (Haddock) or in a div cell
         return "".join(
-            f'<div class="r">{cell.format(draw(label_line_html()))}{cell.format(draw(inline_html()))}</div>'
+            f'<div class="r">{draw(label_line_html()) if bare else cell.format(draw(label_line_html()))}'
+            f"{cell.format(draw(inline_html()))}</div>"
             for _ in range(draw(st.integers(1, 3)))
         )
     if kind == "box":  # a sidebar or note titled by its first line, maybe inside wrapper divs

@@ -212,6 +212,17 @@ def test_a_lead_in_may_be_a_div_of_inline_content_and_anchors_may_sit_between(pa
     assert "Here are the fields of" in ctx(page.format(para.format(end=":")), "GECOS: the full name.", LISTS)
 
 
+def test_a_paragraph_wrapped_in_a_div_still_leads_in_a_list_and_titles_a_table() -> None:
+    """Asciidoctor writes ``<div class="paragraph"><p>...</p></div>`` for every paragraph."""
+    lead = '<div class="paragraph"><p>To share a cache, these conditions should be met:</p></div>'
+    page = f'{lead}<div class="ulist"><ul><li>Set the umask to 002.</li></ul></div>'
+    assert "To share a cache" in ctx(page, "Set the umask to 002.", LISTS)
+    title = '<div class="paragraph"><p>Interaction of local and remote storage:</p></div>'
+    assert "Interaction of local" in ctx(f"{title}{TABLE}", "File not found", TABLE_TITLES)
+    two = '<div class="paragraph"><p>To share a cache:</p><p>Second.</p></div><ul><li>Set the umask to 002.</li></ul>'
+    assert "To share" not in ctx(two, "Set the umask to 002.", LISTS)  # a div of two paragraphs wraps none
+
+
 @pytest.mark.parametrize(
     "before",
     [
@@ -327,6 +338,14 @@ def test_a_run_of_term_rows_labels_each_description_by_its_term() -> None:
     rows = ROW.format("linked_list", "A doubly-linked list.") + ROW.format("vec_deque", "A ring buffer queue.")
     shown = ctx(f'<h2>Modules</h2><div class="item-table">{rows}</div>', "A ring buffer queue.", TERM_BLOCKS)
     assert "vec_deque" in shown and "linked_list" not in shown
+
+
+def test_a_term_row_may_be_a_term_paragraph_and_a_description_block() -> None:
+    """Haddock: ``<div class="top"><p class="src">name :: type</p><div class="doc">...</div></div>``."""
+    top = '<div class="top"><p class="src"><a>{0}</a> :: Splitter a</p><div class="doc"><p>{1}</p></div></div>'
+    page = top.format("keepDelimsL", "Prepends them.") + top.format("keepDelimsR", "Appends them.")
+    shown = ctx(page, "Appends them.", TERM_BLOCKS)
+    assert "keepDelimsR :: Splitter a" in shown and "keepDelimsL" not in shown
 
 
 @pytest.mark.parametrize(
