@@ -5,12 +5,16 @@ list's lead-in ("The standard names include:"). Pages as often write the lead-in
 ("Some exit codes are", "the following pairs of options are incompatible") or as a sentence
 of its own ("Memcheck merges these cases into the following four leak kinds.", "However,
 there are some caveats."), and an item read alone ("2 - the file was not found") then lacks
-what it is an item of. This rule takes the ``p`` immediately before a ``ul``/``ol``/``menu``
-(or before the wrapper ``div`` the list opens) as its lead-in and contributes that
+what it is an item of. This rule takes the paragraph immediately before a ``ul``/``ol``/``menu``
+(or before the wrapper ``div`` the list opens; a ``p``, a ``div`` of inline content or a ``div``
+wrapping one, with only elements that show nothing between them:
+:func:`~spire_core.context.lists.lead_in_paragraph`) as its lead-in and contributes that
 paragraph's last sentence to everything inside the list: the sentence nearest the list,
 which is the one that announces it. Decided by position alone, with no word list: anything
-else between the paragraph and the list (a heading, a table, another list, loose text) means
-no lead-in, and a definition list's entries have their terms instead.
+else between the paragraph and the list (a heading, a table, another list) means no lead-in,
+and a definition list's entries have their terms instead. Loose text just before the list (no
+paragraph around it, as LaTeX2HTML and hand-written pages leave it) is a lead-in only when its
+last sentence ends with a colon (:func:`loose_lead_in`).
 
 A paragraph of its own just above a list (a README's "Our CI status can be found at
 hud.example.org." above its table of contents) is taken too and costs its items' citations
@@ -29,7 +33,7 @@ from typing import TYPE_CHECKING
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.lists import LIST_TAGS, MAX_LIST_DEPTH, last_sentence, lead_in_paragraph
 from spire_core.context.policy import PageRule, Table
-from spire_core.document.tree import Memo
+from spire_core.document.tree import SENTENCE_END, Memo
 from spire_core.reading.sentences import sentence_index
 
 if TYPE_CHECKING:
@@ -49,7 +53,7 @@ def lead_in(doc: Document, lst: int) -> tuple[int, ...]:
     on it ("Here is a recipe for nettle soup. 4 servings.")."""
     para = lead_in_paragraph(doc, lst)
     if para < 0:
-        return ()
+        return loose_lead_in(doc, lst)
     last = last_sentence(doc, para)
     if last[0] > para and len(doc.subtree_text(para).strip()) <= SHORT_LEAD_IN_CHARS:
         index = sentence_index(doc)
@@ -60,6 +64,26 @@ def lead_in(doc: Document, lst: int) -> tuple[int, ...]:
             nodes |= index.nodes[k]
         return tuple(sorted(nodes))
     return tuple(last)
+
+
+def loose_lead_in(doc: Document, lst: int) -> tuple[int, ...]:
+    """The sentence of loose text (no paragraph around it) ending with a colon just before the
+    list ``lst`` (empty: none): older generators (LaTeX2HTML, hand-written pages) leave "There
+    could be several reasons to change the value here:" bare between blocks."""
+    parent = doc.parent[lst]
+    k = doc.pos[lst]
+    if parent < 0 or k == 0:
+        return ()
+    prev = doc.children[parent][k - 1]
+    if doc.tag[prev] is not None and doc.tag[prev] != SENTENCE_END:
+        return ()
+    index = sentence_index(doc)
+    unit = index.before(prev)
+    if unit < 0 or doc.parent[index.begins[unit]] != parent:
+        return ()  # the unit begins inside another block: not loose text of this parent
+    nodes = index.nodes[unit]
+    text = "".join(doc.text[i] for i in sorted(nodes) if doc.tag[i] is None)
+    return tuple(sorted(nodes)) if text.rstrip().endswith((":", "\uff1a")) else ()
 
 
 def _lead_ins(doc: Document) -> Table:

@@ -212,6 +212,21 @@ def test_a_lead_in_may_be_a_div_of_inline_content_and_anchors_may_sit_between(pa
     assert "Here are the fields of" in ctx(page.format(para.format(end=":")), "GECOS: the full name.", LISTS)
 
 
+@pytest.mark.parametrize("segment", [True, False])
+def test_loose_text_ending_with_a_colon_leads_in_the_list_after_it(segment: bool) -> None:
+    """LaTeX2HTML leaves a list's lead-in bare inside a ``dd``: no paragraph around it."""
+    page = "<dl><dt>$DVIPS</dt><dd>Read at install. <p></p>There could be several reasons to change it:"
+    page += "<ul><li>to append debugging switches.</li></ul></dd></dl>"
+    doc = parse_html(f"<html><body>{page}</body></html>", segment=segment)
+    item = next(i for i, t in enumerate(doc.tag) if t == "li")
+    shown = render(doc, global_context(doc, {doc.path(item)}, LEAD_INS))
+    assert "There could be several reasons to change it:" in shown
+    bare = page.replace("change it:", "change it.")  # loose text that does not announce the list
+    doc = parse_html(f"<html><body>{bare}</body></html>", segment=segment)
+    item = next(i for i, t in enumerate(doc.tag) if t == "li")
+    assert "several reasons" not in render(doc, global_context(doc, {doc.path(item)}, LEAD_INS))
+
+
 def test_a_paragraph_wrapped_in_a_div_still_leads_in_a_list_and_titles_a_table() -> None:
     """Asciidoctor writes ``<div class="paragraph"><p>...</p></div>`` for every paragraph."""
     lead = '<div class="paragraph"><p>To share a cache, these conditions should be met:</p></div>'
