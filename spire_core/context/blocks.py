@@ -52,15 +52,20 @@ _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\u0964\u06d4\u037e][\"'
 
 def label_line(doc: Document, node: int) -> bool:
     """Whether the block at ``node`` is a label line (module docstring)."""
-    tags, texts = doc.tag, doc.text
-    if tags[node] not in LINE_TAGS:
+    if doc.tag[node] not in LINE_TAGS:
         return False
-    end = doc.end[node]
-    if end - node > LABEL_LINE_NODES:
+    return label_run(doc, node + 1, doc.end[node], node)
+
+
+def label_run(doc: Document, start: int, end: int, block: int) -> bool:
+    """Whether the nodes ``start`` to ``end`` (whole subtrees, inside ``block``) read as a label
+    line: inline, with text, short, fully emphasised or not ending as a sentence ends."""
+    tags, texts = doc.tag, doc.text
+    if end - start > LABEL_LINE_NODES:
         return False
     chars, emphasised = 0, True
     pieces: list[str] = []
-    for i in range(node + 1, end):
+    for i in range(start, end):
         tag = tags[i]
         if tag is None:
             text = texts[i]
@@ -71,7 +76,7 @@ def label_line(doc: Document, node: int) -> bool:
                 return False
             pieces.append(text)
             if emphasised:
-                emphasised = _under_emphasis(doc, i, node)
+                emphasised = _under_emphasis(doc, i, block)
         elif tag not in INLINE_TAGS and tag not in SENTINELS:
             return False  # a block inside: not a line
     if not pieces:

@@ -26,6 +26,13 @@ nothing else, is such a row when a sibling just before or after it is a like row
 class, the same two cells): its first cell is the second's term. One row alone, a row of three
 cells or one whose first cell is prose labels nothing.
 
+**Term items.** A list item may open with its term and go on with the description in blocks
+of its own: Halibut's ``<li>Signals (SIGINT, SIGTERM etc)<p>Sends various POSIX signals.</p>``,
+a Markdown loose list's ``<li><p><strong>Term</strong></p><p>Description.</p>``. The item's
+leading inline children, or its first child when that is a label line, label the item's later
+children when they read as a label line (short, and emphasised or not ending a sentence) and
+a child follows them (:func:`item_term`). An item opening with a sentence labels nothing.
+
 Inside nested description blocks each block's term counts, down to :data:`MAX_TERM_DEPTH` deep.
 """
 
@@ -34,10 +41,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from spire_core.context.blocks import LINE_TAGS, label_line
+from spire_core.context.blocks import LINE_TAGS, label_line, label_run
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table
-from spire_core.document.tree import Memo
+from spire_core.document.tree import INLINE_TAGS, Memo
 
 if TYPE_CHECKING:
     from spire_core.document.tree import Document
@@ -46,6 +53,8 @@ if TYPE_CHECKING:
 INDENTABLE = frozenset({"div", "p", "section"})
 #: A description block's term is looked for at most this many indented siblings back.
 MAX_RUN = 32
+#: An item's term is at most this many leading inline children (:func:`item_term`).
+MAX_LEAD_CHILDREN = 32
 #: A term row holds at most this many children (its two cells and blank text around them).
 MAX_ROW_CHILDREN = 5
 #: Description blocks nested in more than this many termed blocks have no term (:func:`_terms`).
@@ -142,6 +151,25 @@ def _pair(doc: Document, row: int) -> tuple[int, int] | None:
     return cells[0], cells[1]
 
 
+def item_term(doc: Document, item: int) -> tuple[tuple[int, ...], int]:
+    """The term an ``li`` opens with and the position of its first child after the term: its
+    leading inline children, or its first child when that is a label line (``p``/``div``),
+    when they read as a label line and a block follows (``((), 0)``: none)."""
+    kids = doc.children[item]
+    k = 0
+    while k < len(kids) and k < MAX_LEAD_CHILDREN and (doc.tag[kids[k]] is None or doc.tag[kids[k]] in INLINE_TAGS):
+        k += 1
+    if k == len(kids):
+        return (), 0
+    if k > 0:
+        if label_run(doc, kids[0], doc.end[kids[k - 1]], item):
+            return tuple(kids[:k]), k
+        return (), 0
+    if len(kids) > 1 and label_line(doc, kids[0]):
+        return (kids[0],), 1
+    return (), 0
+
+
 def _terms(doc: Document) -> Table:
     """Every node's terms: those of the description blocks around it, nearest first (one pass).
 
@@ -151,9 +179,17 @@ def _terms(doc: Document) -> Table:
     """
     out: list[tuple[int, ...]] = []
     depth: list[int] = []
+    items: dict[int, tuple[tuple[int, ...], int]] = {}
     for i, (tag, parent) in enumerate(zip(doc.tag, doc.parent, strict=True)):
         d = depth[parent] if parent >= 0 else 0
         around = out[parent] if parent >= 0 else ()
+        if tag == "li":
+            items[i] = item_term(doc, i)
+        if parent in items and tag is not None and d < MAX_TERM_DEPTH:
+            lead, first = items[parent]
+            if lead and doc.pos[i] >= first:
+                d += 1
+                around = (*lead, *around)
         if (tag == "blockquote" or tag in INDENTABLE) and d < MAX_TERM_DEPTH:
             term = term_of(doc, i)
             if term < 0 and tag == "div":

@@ -355,6 +355,33 @@ def test_a_run_of_term_rows_labels_each_description_by_its_term() -> None:
     assert "vec_deque" in shown and "linked_list" not in shown
 
 
+@pytest.mark.parametrize(
+    "item",
+    [
+        "<li>Signals (SIGINT, SIGTERM etc)<p>Only in SSH-2. Sends various POSIX signals.</p></li>",  # Halibut
+        "<li><p><strong>Signals</strong></p><p>Only in SSH-2. Sends various POSIX signals.</p></li>",  # Markdown
+        '<li><a name="i51"></a><code>Signals</code><div>Only in SSH-2. Sends various POSIX signals.</div></li>',
+    ],
+)
+def test_an_item_opening_with_its_term_labels_the_blocks_after_it(item: str) -> None:
+    page = f"<ul><li>Break<p>Sends a break.</p></li>{item}</ul>"
+    shown = ctx(page, "Sends various POSIX signals.", TERM_BLOCKS)
+    assert "Signals" in shown and "Break" not in shown
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "<li>This item opens with a sentence.<p>Sends various POSIX signals.</p></li>",  # prose, not a term
+        "<li><p>Signals</p></li><li><p>Sends various POSIX signals.</p></li>",  # the term alone in its item
+    ],
+)
+def test_an_item_opening_with_no_term_labels_nothing(item: str) -> None:
+    page = f"<ul>{item}</ul>"
+    sentence = "Sends various POSIX signals."
+    assert ctx(page, sentence, TERM_BLOCKS) == ctx(page, sentence, policy_named("none"))
+
+
 def test_a_term_row_may_be_a_term_paragraph_and_a_description_block() -> None:
     """Haddock: ``<div class="top"><p class="src">name :: type</p><div class="doc">...</div></div>``."""
     top = '<div class="top"><p class="src"><a>{0}</a> :: Splitter a</p><div class="doc"><p>{1}</p></div></div>'
