@@ -156,11 +156,15 @@ def item_term(doc: Document, item: int) -> tuple[tuple[int, ...], int]:
     leading inline children, or its first child when that is a label line (``p``/``div``),
     when they read as a label line and a block follows (``((), 0)``: none)."""
     kids = doc.children[item]
+
+    def inline(k: int) -> bool:
+        return doc.tag[kids[k]] is None or doc.tag[kids[k]] in INLINE_TAGS
+
     k = 0
-    while k < len(kids) and k < MAX_LEAD_CHILDREN and (doc.tag[kids[k]] is None or doc.tag[kids[k]] in INLINE_TAGS):
+    while k < len(kids) and k < MAX_LEAD_CHILDREN and inline(k):
         k += 1
-    if k == len(kids):
-        return (), 0
+    if k == len(kids) or inline(k):
+        return (), 0  # no block after the inline run, or a run longer than a term
     if k > 0:
         if label_run(doc, kids[0], doc.end[kids[k - 1]], item):
             return tuple(kids[:k]), k
