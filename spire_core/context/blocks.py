@@ -146,14 +146,20 @@ def paragraph_in(doc: Document, node: int) -> int:
             return node
         if doc.tag[node] != "div":
             return -1
-        kids = doc.children[node]
-        if len(kids) > 3:
-            return -1
-        inner = [c for c in kids if doc.tag[c] is not None]
-        if len(inner) != 1 or any(doc.tag[c] is None and doc.text[c].strip() for c in kids):
+        inner = element_children(doc, node, 3)
+        if inner is None or len(inner) != 1:
             return -1
         node = inner[0]
     return -1
+
+
+def element_children(doc: Document, node: int, most: int) -> list[int] | None:
+    """The element children of ``node`` when it has at most ``most`` children and the text
+    between them is blank (None otherwise): a wrapper or a row of cells, nothing loose in it."""
+    kids = doc.children[node]
+    if len(kids) > most or any(doc.tag[c] is None and doc.text[c].strip() for c in kids):
+        return None
+    return [c for c in kids if doc.tag[c] is not None]
 
 
 def paragraph(doc: Document, node: int) -> bool:
@@ -166,6 +172,5 @@ def paragraph(doc: Document, node: int) -> bool:
     if tag != "div" or doc.end[node] - node > MAX_PARAGRAPH_NODES:
         return False
     tags = doc.tag
-    return any(tags[j] is None for j in range(node + 1, doc.end[node])) and all(
-        tags[j] is None or tags[j] in INLINE_TAGS or tags[j] in SENTINELS for j in range(node + 1, doc.end[node])
-    )
+    inside = range(node + 1, doc.end[node])
+    return any(tags[j] is None for j in inside) and all(tags[j] is None or tags[j] in INLINE_TAGS for j in inside)

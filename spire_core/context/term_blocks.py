@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from spire_core.context.blocks import LINE_TAGS, label_line, label_run
+from spire_core.context.blocks import LINE_TAGS, element_children, label_line, label_run
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table
 from spire_core.document.tree import INLINE_TAGS, Memo
@@ -140,13 +140,8 @@ def row_term(doc: Document, cell: int) -> int:
 def _pair(doc: Document, row: int) -> tuple[int, int] | None:
     """The two cells ``row`` holds (a ``p`` or ``div``, then a ``div``) when it holds them and
     nothing else (text between them blank)."""
-    kids = doc.children[row]
-    if len(kids) > MAX_ROW_CHILDREN:
-        return None
-    cells = [c for c in kids if doc.tag[c] is not None]
-    if len(cells) != 2 or doc.tag[cells[0]] not in LINE_TAGS or doc.tag[cells[1]] != "div":
-        return None
-    if any(doc.tag[c] is None and doc.text[c].strip() for c in kids):
+    cells = element_children(doc, row, MAX_ROW_CHILDREN)
+    if cells is None or len(cells) != 2 or doc.tag[cells[0]] not in LINE_TAGS or doc.tag[cells[1]] != "div":
         return None
     return cells[0], cells[1]
 
