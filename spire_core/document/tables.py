@@ -12,7 +12,8 @@ Used by rendering (Markdown tables) and by the tables rule of global context
   linear in the number of cells however the spans are chosen.
 * *Header rows* are the rows of ``<thead>`` and rows made only of ``<th>``. When a table
   has no ``<th>`` and no ``<thead>`` at all, its first row is the header row (if the table
-  has another row).
+  has another row), unless a cell of it reads as a sentence (:data:`SENTENCE_WORDS`): option
+  tables written without ``<th>`` (texi2html, Asciidoctor) begin with their first option.
 * A header row below the top made of one cell across the whole table is a *group row*.
 * A table without ``<caption>`` takes as caption a ``<p class="title">`` just before it or
   its wrapper (DocBook output such as the PostgreSQL manual).
@@ -129,6 +130,27 @@ def _span(value: str | None) -> int:
     return min(max(n, 1), MAX_SPAN)
 
 
+#: A cell of at least this many words that ends a sentence (``.``, ``!``, ``?``) is no column label.
+SENTENCE_WORDS = 4
+#: Nor is a cell of more nodes than this (a table in a cell): reading one is bounded, so nested
+#: tables' first rows are read in time linear in the page.
+MAX_LABEL_NODES = 256
+_SENTENCE_END = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
+
+
+def _reads_as_data(doc: Document, tr: int) -> bool:
+    """Whether a row holds a cell that reads as a sentence (see :data:`SENTENCE_WORDS`): a
+    headerless table's first row like that is data, not its column labels."""
+    for cell in doc.children[tr]:
+        if doc.tag[cell] in CELL_TAGS:
+            if doc.end[cell] - cell > MAX_LABEL_NODES:
+                return True
+            text = doc.subtree_text(cell).strip()
+            if text.endswith(_SENTENCE_END) and len(text.split()) >= SENTENCE_WORDS:
+                return True
+    return False
+
+
 def _layout(doc: Document, table: int) -> Grid:
     rows, in_head, captions = _own_rows(doc, table)
     caption = captions[0] if captions else _docbook_title(doc, table)
@@ -163,7 +185,7 @@ def _layout(doc: Document, table: int) -> Grid:
                 all_th = False
         if tr in in_head or all_th:
             g.header_rows.add(r)
-    if not any_th and not in_head and len(rows) > 1:
+    if not any_th and not in_head and len(rows) > 1 and not _reads_as_data(doc, rows[0]):
         g.header_rows.add(0)
     for row in g.row_th.values():
         row.sort()

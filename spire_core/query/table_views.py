@@ -421,7 +421,8 @@ def _is_data(doc: Document, table: int, min_rows: int) -> bool:
     """Whether the table holds data a view can order: ``min_rows`` body rows, no cell holding a table, mostly filled.
 
     Pull quotes and score boxes are tables of a row or two (a table of two rows still gets
-    a view when the ranking admitted one of its cells: :data:`MIN_ADMITTED_ROWS`); layout
+    a view when the ranking admitted one of its cells, :data:`MIN_ADMITTED_ROWS`, if a header
+    row labels them); layout
     tables hold tables; genealogy charts and tournament brackets draw their lines with
     empty cells.
     """
@@ -438,6 +439,8 @@ def _data_rows(doc: Document, g: Grid) -> int:
         return 0
     filled = {c: bool(doc.subtree_text(c).strip()) for c in g.cells}
     if sum(filled[c] for c in g.at.values()) < MIN_FILLED * len(g.at):
+        return 0
+    if not g.header_rows and len(g.rows) < MIN_ROWS:  # no labels and a row or two: a box, not data
         return 0
     return len(g.rows) - len(g.header_rows)
 

@@ -505,6 +505,24 @@ def test_table_labels(text: str, expected: list[str]) -> None:
     assert added_texts(doc, text, TABLES) == expected
 
 
+@pytest.mark.parametrize(
+    ("first", "expected"),
+    [
+        ("<td>Name</td><td>Default</td><td>Meaning</td>", ["Name", "Meaning", "quiet"]),
+        ("<td>No.</td><td>Pos.</td><td>Pts.</td>", ["No.", "Pts.", "quiet"]),  # abbreviations: still labels
+        ("<td>verbose</td><td>#f</td><td>Write the log at level DEBUG.</td>", ["quiet"]),  # a sentence: data
+        ("<td>strip</td><td>#t</td><td>Ne pas inclure les dossiers !</td>", ["quiet"]),  # any language: shape only
+    ],
+)
+def test_a_headerless_tables_first_row_is_its_header_unless_a_cell_reads_as_a_sentence(
+    first: str, expected: list[str]
+) -> None:
+    """Option tables written without ``th`` (texi2html, Asciidoctor) start with data: their first row
+    labelling every other row would cite that row with each one."""
+    doc = parse_html(f"<table><tr>{first}</tr><tr><td>quiet</td><td>#f</td><td>Say nothing at all.</td></tr></table>")
+    assert added_texts(doc, "Say nothing at all.", TABLES) == expected
+
+
 def test_group_rows_label_the_rows_under_them() -> None:
     """A full-width header row below the top labels the rows up to the next such row."""
     doc = parse_html(
