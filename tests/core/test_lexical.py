@@ -158,6 +158,67 @@ def test_each_page_is_tokenized_in_its_own_language_and_questions_in_each(tmp_pa
     assert loaded.search(question, 3) == index.search(question, 3)
 
 
+COMPOUNDS = """<html lang="de"><head><title>Forensik</title></head><body>
+<p>Beim Einhängen dieser Abbilder sollte man die Optionen ro und noexec verwenden.</p>
+<p>Die Noten wurden von europäischen Notenverlagen herausgegeben.</p>
+<p>Der Rechner startet nach dem Einspielen der Sicherung neu.</p>
+</body></html>"""
+
+
+def _compound_index() -> tuple[Document, LexicalIndex]:
+    doc = parse_html(COMPOUNDS, doc_id="de")
+    index = LexicalIndex()
+    index.add_document(doc)
+    return doc, index
+
+
+def _best_text(doc: Document, index: LexicalIndex, query: str) -> str:
+    [hit] = index.hits(query, 1)
+    return next(s.text for s in sentences(doc) if s.paths == hit.paths)
+
+
+def test_an_unseen_compound_is_matched_through_the_indexed_terms_it_holds() -> None:
+    doc, index = _compound_index()
+    [term] = index.query_terms("Festplattenabbilder")
+    assert all(term not in t for t in index.parts([term]))  # unseen: no indexed term holds it
+    assert "abbild" in index.parts([term])
+    assert "noexec" in _best_text(doc, index, "Wie hänge ich Festplattenabbilder ein?")
+
+
+def test_an_unseen_word_is_matched_through_the_indexed_compounds_holding_it() -> None:
+    doc, index = _compound_index()
+    assert "Notenverlagen" in _best_text(doc, index, "Welche Verlage?")
+
+
+def test_a_term_the_pages_hold_is_matched_only_as_itself() -> None:
+    doc, index = _compound_index()
+    terms = index.query_terms("Noten Abbilder")
+    assert index.parts(terms) == []  # both held: no stand-ins
+    hits = index.hits("Abbilder", 5)
+    assert len(hits) == 1 and "Abbilder" in _best_text(doc, index, "Abbilder")
+
+
+def test_an_exact_term_outranks_a_stand_in() -> None:
+    """Two sentences alike but for the word the question names: the one holding it as asked
+    ranks above the one reached through a stand-in (:data:`PART_WEIGHT`)."""
+    doc = parse_html(
+        '<html lang="de"><body><p>Die Verlage liegen hier.</p><p>Die Abbilder liegen hier.</p></body></html>',
+        doc_id="de",
+    )
+    index = LexicalIndex()
+    index.add_document(doc)
+    assert _best_text(doc, index, "Verlage oder Festplattenabbilder") == "Die Verlage liegen hier."
+    assert _best_text(doc, index, "Notenverlage oder Abbilder") == "Die Abbilder liegen hier."
+
+
+def test_stand_ins_are_bounded_for_long_and_short_unseen_terms() -> None:
+    _, index = _compound_index()
+    assert index.parts(["abbild" * 2_000]) == []  # longer than MAX_SPLIT_CHARS: not split, held by no term
+    assert index.parts(["abbildx"]) == ["abbild"]  # (split when short)
+    assert index.parts(["rbe"]) == []  # under MIN_PART_CHARS
+    assert index.hits("x" * 100_000, 3) == []
+
+
 def test_a_saved_lexicon_indexes_again_only_the_pages_that_changed(tmp_path: Path) -> None:
     pages = {"postgresql-wal.html": _page("postgresql-wal.html"), "python-json.html": _page("python-json.html")}
     versions = {"postgresql-wal.html": "v1", "python-json.html": "v1"}
