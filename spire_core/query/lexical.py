@@ -25,11 +25,11 @@ indexed pages. Nothing in it is specific to English but the default.
 is matched, at half weight (:data:`PART_WEIGHT`), through the indexed terms that contain it or
 that it contains, of at least :data:`MIN_PART_CHARS` characters. Compounding languages write
 one thing as one word or several ("Festplattenabbilder" asked, "Abbilder" on the page;
-"Verlage" asked, "Notenverlagen" on the page), and affixes hide a stem ("précompilés" for
-"compilées"); a stemmer joins neither. Decided by the index's own vocabulary, with no word list:
-a term the pages hold is matched only as itself. On the German tuning sets it found the two
-answers a split compound had hidden (``benchmarks/tuning/handbook-de``, ``manuals-de3``); no
-English, French or dev-set score changed (docs/benchmarks.md).
+"Verlage" asked, "Notenverlagen" on the page), which no stemmer joins. Decided by the index's
+own vocabulary, with no word list: a term the pages hold is matched only as itself. On the
+German tuning sets it found the two answers a split compound had hidden
+(``benchmarks/tuning/handbook-de``, ``manuals-de3``); no English, French or dev-set score
+changed (docs/benchmarks.md).
 
 **Units** (:func:`sentence_units`): each sentence is indexed with the text its own sentence
 seed embeds (``seeds(doc, unit="sentence")``): its words under its global context (title,
