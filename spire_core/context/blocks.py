@@ -18,10 +18,9 @@ long bold paragraph.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from spire_core.document.tree import INLINE_TAGS, SENTINELS
+from spire_core.document.tree import INLINE_TAGS, SENTINELS, ends_sentence
 
 if TYPE_CHECKING:
     from spire_core.document.tree import Document
@@ -46,8 +45,6 @@ SHOWN_EMPTY = frozenset(
 MAX_WRAPPER_LEVELS = 2
 #: A ``div`` read as a paragraph holds at most this many nodes.
 MAX_PARAGRAPH_NODES = 512
-#: How a sentence ends, in the scripts Punkt and the pages know (Latin, Greek, CJK, Devanagari, Arabic).
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\u0964\u06d4\u037e][\"'\u201d\u2019)\]\s]*$")
 
 
 def label_line(doc: Document, node: int) -> bool:
@@ -82,11 +79,6 @@ def label_run(doc: Document, start: int, end: int, block: int) -> bool:
     if not pieces:
         return False
     return emphasised or not ends_sentence("".join(pieces))
-
-
-def ends_sentence(text: str) -> bool:
-    """Whether ``text`` ends as a sentence ends (``.``, ``!``, ``?``, their CJK forms, maybe a closing quote)."""
-    return _SENTENCE_END.search(text.rstrip()) is not None
 
 
 def _under_emphasis(doc: Document, text_node: int, block: int) -> bool:

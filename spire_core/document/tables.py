@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spire_core.document.tree import Document, Memo
+from spire_core.document.tree import Document, Memo, ends_sentence
 
 CELL_TAGS = frozenset({"td", "th"})
 MAX_SPAN = 1000
@@ -130,12 +130,11 @@ def _span(value: str | None) -> int:
     return min(max(n, 1), MAX_SPAN)
 
 
-#: A cell of at least this many words that ends a sentence (``.``, ``!``, ``?``) is no column label.
+#: A cell of at least this many words that ends as a sentence ends (``.``, ``!``, ``?``, ...) is no column label.
 SENTENCE_WORDS = 4
 #: Nor is a cell of more nodes than this (a table in a cell): reading one is bounded, so nested
 #: tables' first rows are read in time linear in the page.
 MAX_LABEL_NODES = 256
-_SENTENCE_END = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
 
 
 def _reads_as_data(doc: Document, tr: int) -> bool:
@@ -146,7 +145,7 @@ def _reads_as_data(doc: Document, tr: int) -> bool:
             if doc.end[cell] - cell > MAX_LABEL_NODES:
                 return True
             text = doc.subtree_text(cell).strip()
-            if text.endswith(_SENTENCE_END) and len(text.split()) >= SENTENCE_WORDS:
+            if ends_sentence(text) and len(text.split()) >= SENTENCE_WORDS:
                 return True
     return False
 

@@ -85,6 +85,13 @@ INLINE_TAGS = (
 HEADING_LEVELS = {f"h{n}": n for n in range(1, 7)}
 
 _WS = re.compile(r"\s+")
+#: How a sentence ends, in the scripts Punkt and the pages know (Latin, Greek, CJK, Devanagari, Arabic).
+_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\u0964\u06d4\u037e][\"'\u201d\u2019)\]\s]*$")
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether ``text`` ends as a sentence ends (``.``, ``!``, ``?``, their CJK forms, maybe a closing quote)."""
+    return _SENTENCE_END.search(text.rstrip()) is not None
 _EMPTY: Mapping[str, str] = {}
 
 
