@@ -654,6 +654,10 @@ def _worst_pages() -> dict[str, str]:
         + '<p class="title">Title</p><p>Text.</p>' * 20_000
         + "</div>",
         "40,000 nested boxes, a title each": '<div class="box"><p class="title">Title</p>' * 40_000 + "<p>Deep.</p>",
+        # groff's tag tables: each a term of the description after it, titled by none (no chain)
+        "20,000 one-row tag tables, each before a description": (
+            '<table><tr><td><p>Tag</p></td><td></td></tr></table><p style="margin-left:9%">Text</p>' * 20_000
+        ),
         # every bound filled at once: each unit's whole context 46 KB
         "8,000 items under a title, 6 headings and 16 labels of 2,000 characters": f"<title>{label}</title>"
         + "".join(f"<h{k}>{label}</h{k}>" for k in range(1, 7))

@@ -10,7 +10,9 @@ before it, or before the wrapper ``div`` it opens (or the paragraph that block w
 ending as a sentence ends). The title labels every cell, as a caption does. Decided by
 position and shape alone: a heading there is the headers rule's, a paragraph of prose ("See
 the table below.", "**Note:** the values are in bytes.") or a long bold paragraph titles
-nothing, nor does a label line with anything between it and the table.
+nothing, nor does a label line with anything between it and the table, nor is a groff tag
+table (one row, a term line in its first cell: :func:`~spire_core.context.term_blocks.table_line`)
+titled.
 
 **Empty header rows** (:class:`EmptyHeaderRowRule`). A table whose header rows hold no
 text at all (Markdown tables written with an empty header line, generated tables with a
@@ -28,6 +30,7 @@ from spire_core.context.blocks import label_line, paragraph_in, previous_block
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table, inherited
 from spire_core.context.tables import MAX_COLUMN_LABELS
+from spire_core.context.term_blocks import table_line
 from spire_core.document.tables import CELL_TAGS, Grid, grid, grid_table
 from spire_core.document.tree import Memo
 
@@ -40,8 +43,8 @@ WRAPPER_LEVELS = 2
 
 def table_title(doc: Document, table: int) -> int | None:
     """The label line titling ``table`` (module docstring), or None."""
-    if grid(doc, table).caption is not None:
-        return None
+    if grid(doc, table).caption is not None or table_line(doc, table) >= 0:
+        return None  # (a one-row table standing for a term line is no data table: no title)
     prev = previous_block(doc, table, climb=WRAPPER_LEVELS)
     if prev < 0:
         return None

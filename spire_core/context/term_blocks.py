@@ -17,6 +17,15 @@ everything in the description block, as ``<dt>`` terms label a ``<dd>``. So a qu
 a paragraph of prose, or an indented block after a long or sentence-like paragraph, has no
 term; nor has a block after a line indented as deep as itself (two lines of one indented run).
 
+**Tag tables.** groff ``-Thtml`` sets a tag too wide for its column as a table of one row,
+the tag in its first cell and nothing in the others, with the description indented below it
+(``<table><tr><td><p>\\fB, \\f3</p></td><td></td></tr></table><p style="margin-left:10%">Set
+Bold style</p>``). Such a table before a description block stands for its term line
+(:func:`table_line`): the line in its first cell, when that is a label line. A table of more
+rows, or whose other cells hold text, is a table (the tables rule labels its rows), and a tag
+table takes no title from the block above it (:mod:`~spire_core.context.table_titles`), so the
+description before one never chains into the next one's context.
+
 **Term rows.** Some generators set the term *beside* its description instead, as a row of two
 blocks: rustdoc's ``<div class="item-row"><div class="item-left"><a>vec_deque</a></div><div
 class="item-right">A double-ended queue ...</div></div>``, Haddock's ``<div class="top"><p
@@ -44,6 +53,7 @@ from typing import TYPE_CHECKING
 from spire_core.context.blocks import LINE_TAGS, element_children, label_line, label_run
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table
+from spire_core.document.tables import CELL_TAGS
 from spire_core.document.tree import INLINE_TAGS, Memo
 
 if TYPE_CHECKING:
@@ -57,6 +67,9 @@ MAX_RUN = 32
 MAX_LEAD_CHILDREN = 32
 #: A term row holds at most this many children (its two cells and blank text around them).
 MAX_ROW_CHILDREN = 5
+#: A blank cell beside a one-row table's term holds at most this many nodes (:func:`table_line`).
+MAX_BLANK_NODES = 8
+_ROW_GROUPS = frozenset({"tr", "tbody", "thead"})
 #: Description blocks nested in more than this many termed blocks have no term (:func:`_terms`).
 MAX_TERM_DEPTH = 16
 _LEFT = re.compile(r"(?:^|;)\s*(?:margin|padding)-(?:left|inline-start)\s*:\s*([0-9]*\.?[0-9]+)\s*([a-z%]*)", re.I)
@@ -107,12 +120,32 @@ def term_of(doc: Document, block: int) -> int:
         theirs = indent(doc, prev)
         if theirs is not None and theirs == own:
             continue  # the run of description blocks goes on
+        if doc.tag[prev] == "table":
+            return table_line(doc, prev)
         if not label_line(doc, prev):
             return -1
         if theirs is None or (theirs[1] == own[1] and theirs[0] < own[0]):
             return prev
         return -1
     return -1
+
+
+def table_line(doc: Document, table: int) -> int:
+    """The label line a one-row table stands for (-1: none): its first cell holding only a label
+    line, its other cells blank, as groff ``-Thtml`` sets a tag too wide for its column
+    (``<table><tr><td><p>\\fB, \\f3</p></td><td></td></tr></table>``, the description below)."""
+    rows = [r for r in element_children(doc, table, MAX_ROW_CHILDREN) or () if doc.tag[r] in _ROW_GROUPS]
+    while len(rows) == 1 and doc.tag[rows[0]] != "tr":  # tbody
+        rows = [r for r in element_children(doc, rows[0], MAX_ROW_CHILDREN) or () if doc.tag[r] in _ROW_GROUPS]
+    if len(rows) != 1:
+        return -1
+    cells = element_children(doc, rows[0], MAX_ROW_CHILDREN)
+    if not cells or any(doc.tag[c] not in CELL_TAGS for c in cells):
+        return -1
+    if any(doc.end[c] - c > MAX_BLANK_NODES or doc.subtree_text(c).strip() for c in cells[1:]):
+        return -1
+    inner = element_children(doc, cells[0], MAX_ROW_CHILDREN)
+    return inner[0] if inner is not None and len(inner) == 1 and label_line(doc, inner[0]) else -1
 
 
 def row_term(doc: Document, cell: int) -> int:

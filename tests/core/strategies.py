@@ -121,7 +121,8 @@ def label_line_html(draw: st.DrawFn) -> str:
 def _idiom(draw: st.DrawFn, depth: int) -> str:
     """The idioms of issue 38: a table titled by a line above it (or with an empty header row),
     a list after its lead-in paragraph (a ``p`` or a ``div`` of inline content, maybe with empty
-    anchors before the list), a term line over an indented block, rows of a term and its description,
+    anchors before the list), a term line (maybe as groff's one-row table) over an indented block,
+    rows of a term and its description,
     a hidden heading, text in a
     column group, a table drawn with spaces in a ``pre``, a box whose first line is a title line."""
     kinds = ["titled-table", "empty-header", "lead-in", "term", "rows", "hidden-h", "colgroup", "text-table", "box"]
@@ -161,7 +162,11 @@ def _idiom(draw: st.DrawFn, depth: int) -> str:
         block = draw(st.sampled_from(["blockquote", 'div class="indent"', 'p style="margin-left:17%"']))
         inner = _blocks(draw, depth - 1) if depth > 0 and not block.startswith("p ") else draw(inline_html())
         runs = "".join(f"<{block}>{inner}</{block.split()[0]}>" for _ in range(draw(st.integers(1, 2))))
-        return draw(label_line_html()) + runs
+        line = draw(label_line_html())
+        if draw(st.booleans()):  # groff -Thtml: the term line in a one-row table, maybe beside text
+            beside = draw(st.one_of(st.just(""), sentence_text()))
+            line = f"<table><tr><td>{line}</td><td>{beside}</td></tr></table>"
+        return line + runs
     if kind == "hidden-h":
         level = draw(st.integers(1, 6))
         how = draw(st.sampled_from(["hidden", 'style="display:none"', 'aria-hidden="true"']))

@@ -329,6 +329,33 @@ def test_a_run_of_description_blocks_shares_its_term() -> None:
     assert "-v" not in ctx(page, "Quiet.", TERM_BLOCKS) and "-q" in ctx(page, "Quiet.", TERM_BLOCKS)
 
 
+GROFF_TAG = '<table><tr valign="top"><td width="16%"><p>{0}</p></td><td width="84%">{1}</td></tr></table>'
+
+
+def test_groffs_one_row_tag_table_is_the_term_of_the_description_under_it() -> None:
+    """groff -Thtml sets a tag too wide for its column as a one-row table, the description below."""
+    items = [(r"\fR, \f1", "Set Roman style."), (r"\fI, \f2", "Set Italic style."), (r"\fP", "Revert to it.")]
+    page = "".join(GROFF_TAG.format(tag, "") + f'<p style="margin-left:10%">{text}</p>' for tag, text in items)
+    shown = ctx(page, "Revert to it.")
+    assert r"\fP" in shown
+    # each description its own term only: the description before a tag table titles nothing
+    assert "Italic" not in shown and r"\fI" not in shown
+    assert r"\fI, \f2" in ctx(page, "Set Italic style.") and r"\fR" not in ctx(page, "Set Italic style.")
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        GROFF_TAG.format("-a", "Prints all."),  # a row of a term and its text: the tables rule's
+        GROFF_TAG.format("This one prints everything there is, and more.", ""),  # prose, no term line
+        "<table><tr><td><p>-a</p></td></tr><tr><td><p>-b</p></td></tr></table>",  # two rows
+    ],
+)
+def test_a_table_that_is_no_tag_line_is_no_term(table: str) -> None:
+    page = f'{table}<p style="margin-left:10%">A quotation.</p>'
+    assert ctx(page, "A quotation.", TERM_BLOCKS) == ctx(page, "A quotation.", policy_named("none"))
+
+
 @pytest.mark.parametrize(
     ("before", "block"),
     [
