@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from spire_core.context.blocks import LINE_TAGS, element_children, label_line, label_run
 from spire_core.context.headers import unlabelled_headings
 from spire_core.context.policy import PageRule, Table
-from spire_core.document.tables import CELL_TAGS
+from spire_core.document.tables import CELL_TAGS, grid
 from spire_core.document.tree import INLINE_TAGS, Memo
 
 if TYPE_CHECKING:
@@ -69,7 +69,6 @@ MAX_LEAD_CHILDREN = 32
 MAX_ROW_CHILDREN = 5
 #: A blank cell beside a one-row table's term holds at most this many nodes (:func:`table_line`).
 MAX_BLANK_NODES = 8
-_ROW_GROUPS = frozenset({"tr", "tbody", "thead"})
 #: Description blocks nested in more than this many termed blocks have no term (:func:`_terms`).
 MAX_TERM_DEPTH = 16
 _LEFT = re.compile(r"(?:^|;)\s*(?:margin|padding)-(?:left|inline-start)\s*:\s*([0-9]*\.?[0-9]+)\s*([a-z%]*)", re.I)
@@ -134,9 +133,7 @@ def table_line(doc: Document, table: int) -> int:
     """The label line a one-row table stands for (-1: none): its first cell holding only a label
     line, its other cells blank, as groff ``-Thtml`` sets a tag too wide for its column
     (``<table><tr><td><p>\\fB, \\f3</p></td><td></td></tr></table>``, the description below)."""
-    rows = [r for r in element_children(doc, table, MAX_ROW_CHILDREN) or () if doc.tag[r] in _ROW_GROUPS]
-    while len(rows) == 1 and doc.tag[rows[0]] != "tr":  # tbody
-        rows = [r for r in element_children(doc, rows[0], MAX_ROW_CHILDREN) or () if doc.tag[r] in _ROW_GROUPS]
+    rows = grid(doc, table).rows
     if len(rows) != 1:
         return -1
     cells = element_children(doc, rows[0], MAX_ROW_CHILDREN)
