@@ -46,9 +46,7 @@ def table_title(doc: Document, table: int) -> int | None:
     if grid(doc, table).caption is not None or table_line(doc, table) >= 0:
         return None  # (a one-row table standing for a term line is no data table: no title)
     prev = previous_block(doc, table, climb=WRAPPER_LEVELS)
-    if prev < 0:
-        return None
-    line = prev if label_line(doc, prev) else paragraph_in(doc, prev)
+    line = paragraph_in(doc, prev) if prev >= 0 else -1  # (a label line is a paragraph of its own)
     return line if line >= 0 and label_line(doc, line) else None
 
 
