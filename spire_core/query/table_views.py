@@ -14,7 +14,13 @@ as many as fit the views' share of the budget. Lower-ranked seeds make room for 
 the budget is full, the lowest-scored first (a passage's members, which share its score,
 from its last admitted). A view of a table the question does not name (by a column label)
 never displaces a better-scored citation of another page: on a large corpus, a table the
-ranking merely touched would otherwise push out the page that answers.
+ranking merely touched would otherwise push out the page that answers. A table the ranking
+did not reach at all (no admitted seeds) is *pointed at* only when the question names one of
+its column labels by a word no result holds ("who weighed the most?" while nothing admitted
+mentions weight: the ranking missed what the question names); otherwise its view displaces
+no citation of its own page either. A manual whose every table has a "Package" column would
+else spend the budget on views of tables the ranking never reached whenever a question says
+"package", and drop the sentence that answers it (:func:`_pointed_at`).
 
 Which tables: the seed ranking finds a page, and often a table on it, but among a page's
 tables it favours those sharing the question's topic words (the page title, a column
@@ -141,12 +147,12 @@ def table_views(
     left = int(share * budget)
     candidates = _all_tables(results, docs)
     lexicon = _Lexicon(question, [(docs[t.doc_id], t.table) for t in candidates])
+    held = frozenset().union(*(_terms(r.text, docs[r.doc_id].language) for r in results))
     for t in _ranked(candidates, docs, lexicon):
         if sum(len(v) for v in views.values()) >= tables:
             break
         doc = docs[t.doc_id]
-        named = lexicon.label_weight(doc, t.table) > 0
-        room = min(left, _room(results, views, None if named else t, budget, renderings))
+        room = min(left, _room(results, views, None if _pointed_at(t, doc, lexicon, held) else t, budget, renderings))
         if room < MIN_VIEW:
             continue  # what outranks the table on other pages fills the budget
         cells, text = _view_cells(doc, grid(doc, t.table), t.cells, lexicon, room, size, policy, fmt)
@@ -160,6 +166,14 @@ def table_views(
     return _fit(list(results), views, budget, renderings)
 
 
+def _pointed_at(table: _Table, doc: Document, lexicon: _Lexicon, held: frozenset[str]) -> bool:
+    """Whether the question points at ``table`` over what the ranking found: it names one of the
+    table's column labels, and the ranking admitted seeds in the table or no result holds one
+    of those naming words (``held``: the :func:`_terms` of every result's text)."""
+    labels = lexicon.labels(doc, table.table)
+    return bool(labels) and (bool(table.cells) or not labels <= held)
+
+
 def _room(
     results: Sequence[Subdocument],
     views: Mapping[str, list[Citation]],
@@ -168,16 +182,19 @@ def _room(
     renderings: _Renderings,
 ) -> int:
     """What ``budget`` leaves for a view: it never displaces an earlier view, nor, for a ``table``
-    found by similarity alone (None: one the question names), a citation of another page scored
-    above it (on its own page, the view is preferred)."""
+    the question does not point at (None: one it does, :func:`_pointed_at`), a citation of another
+    page scored above it, nor, when the ranking admitted none of the table's cells, any citation
+    of its own page (on its own page, the view of a table the ranking reached is preferred)."""
     used = 0
     for r in results:
         kept = [
             c
             for c in r.citations
             if table is not None
-            and r.doc_id != table.doc_id
-            and (c.score if c.score is not None else r.score) > table.score
+            and (
+                (r.doc_id == table.doc_id and not table.cells)
+                or (r.doc_id != table.doc_id and (c.score if c.score is not None else r.score) > table.score)
+            )
         ]
         used += renderings(r.doc_id, [*kept, *views.get(r.doc_id, [])]).cost
     return budget - used
@@ -288,7 +305,7 @@ def _ranked(candidates: Sequence[_Table], docs: Mapping[str, Document], lexicon:
     for k, t in enumerate(candidates):
         doc = docs[t.doc_id]
         words = lexicon.table_weight(doc, t.table)
-        named = lexicon.label_weight(doc, t.table) > 0 or (tabular and lexicon.row_words(doc, t.table) >= MIN_ROW_WORDS)
+        named = bool(lexicon.labels(doc, t.table)) or (tabular and lexicon.row_words(doc, t.table) >= MIN_ROW_WORDS)
         if t.cells or named:
             rank = words + (ADMITTED_BONUS if t.cells else 0.0) + SEED_WEIGHT * t.score
             scored.append((-rank, k, t))
@@ -354,9 +371,9 @@ class _Lexicon:
         """The most question words one body row of ``table`` holds."""
         return max(map(len, self._rows.get((id(doc), table), ())), default=0)
 
-    def label_weight(self, doc: Document, table: int) -> float:
-        """The question's words among the table's column labels."""
-        return sum(self._name_idf[w] for w in self._labels.get((id(doc), table), ()))
+    def labels(self, doc: Document, table: int) -> frozenset[str]:
+        """The question's words naming the table's column labels."""
+        return self._labels.get((id(doc), table), frozenset())
 
     def table_weight(self, doc: Document, table: int) -> float:
         """The question's words among the table's own words (labels, caption, headings, title), plus its best row."""

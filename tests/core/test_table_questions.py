@@ -417,7 +417,7 @@ def test_row_words_match_whole_words_only() -> None:
     table = doc.index(_tables(doc)[0])
     lexicon = _Lexicon("if you arrange the councils by area, which is first?", [(doc, table)])
     assert lexicon.row_weights(doc, table) == [0.0, 0.0, 0.0]
-    assert lexicon.label_weight(doc, table) > 0
+    assert lexicon.labels(doc, table)
     assert _Lexicon("which island is listed?", [(doc, table)]).row_weights(doc, table)[2] > 0
 
 
@@ -436,12 +436,12 @@ def test_a_pipe_in_a_cell_is_escaped_and_the_table_stays_well_formed() -> None:
     assert ["\\|\\|/", "Cube root"] in rows and len(rows[0]) == 2
 
 
-def _ranked_below_prose(docs: dict[str, Document]) -> list[Subdocument]:
-    """The table's page ranks below twelve prose sentences and above the rest."""
+def _ranked_below_prose(docs: dict[str, Document], race_seed: str = "Rider Kilo") -> list[Subdocument]:
+    """The table's page (its seed ``race_seed``) ranks below twelve prose sentences and above the rest."""
     prose = [s.paths for s in seeds(docs["notes"])]
     race = {s.own_text: s for s in seeds(docs["race"])}
     hits = [Hit("notes", p, 0.8 - 0.001 * k) for k, p in enumerate(prose[:12])]
-    hits += [Hit("race", race["Rider Kilo"].paths, 0.6)]
+    hits += [Hit("race", race[race_seed].paths, 0.6)]
     hits += [Hit("notes", p, 0.5 - 0.001 * k) for k, p in enumerate(prose[12:])]
     return aggregate(hits, documents=docs, budget=BUDGET)
 
@@ -468,6 +468,62 @@ def test_a_view_of_a_table_the_question_names_may_displace_better_scored_prose(d
     kept = next(r for r in viewed if r.doc_id == "notes").citations
     assert 0 < len([c for c in kept if (c.score or 0.0) > 0.6]) < len(_better_prose(plain))
     assert _cell_paths(docs["race"], 9, 1) <= _race(viewed).seeds  # the row before Kilo's
+    _check_delivery(viewed, docs)
+
+
+def test_a_table_the_ranking_missed_is_pointed_at_by_a_label_no_result_holds(docs: dict[str, Document]) -> None:
+    """The ranking reached the table's page but none of its cells, and nothing admitted says "points"."""
+    plain = _ranked_below_prose(docs, "The race climbs three passes.")
+    assert not any("Points" in c.text or "points" in c.text for r in plain for c in r.citations)
+    viewed = table_views("Which rider scored the most points?", plain, docs, budget=BUDGET)
+    kept = next(r for r in viewed if r.doc_id == "notes").citations
+    assert len([c for c in kept if (c.score or 0.0) > 0.6]) < len(_better_prose(plain))
+    best = POINTS.index(max(POINTS))
+    assert _cell_paths(docs["race"], best, 1) <= _race(viewed).seeds
+    assert _cell_paths(docs["race"], best, 3) <= _race(viewed).seeds
+    _check_delivery(viewed, docs)
+
+
+def test_a_table_the_ranking_missed_yields_when_the_results_hold_the_label_named(docs: dict[str, Document]) -> None:
+    """The question names "Rider", which the admitted prose says ("the riders met spectators"): the
+    view takes only what the better prose of the other page and its own page's sentence leave."""
+    plain = _ranked_below_prose(docs, "The race climbs three passes.")
+    viewed = table_views("Which rider met the spectators in the town?", plain, docs, budget=BUDGET)
+    kept = next(r for r in viewed if r.doc_id == "notes").citations
+    assert all(c in kept for c in _better_prose(plain))
+    assert _race(plain).citations[0] in _race(viewed).citations
+    _check_delivery(viewed, docs)
+
+
+PACKAGE_ROWS = [
+    "".join(f"<tr><td>tool{t}{k}</td><td>Utility number {k} of group {t} for daily work</td></tr>" for k in range(12))
+    for t in "abc"
+]
+PACKAGE_TIPS = f"""<html><head><title>Package management</title></head><body><h1>Package management</h1>
+<h2>Precautions</h2><p>{" ".join(f"Caution number {k} applies to every system you run." for k in range(16))}
+Never install any package with dpkg --force-all -i, since it skips every check.
+{" ".join(f"Remark number {k} is worth keeping in mind." for k in range(16))}</p>
+<h2>Tools</h2><table><tr><th>Package</th><th>Description</th></tr>{PACKAGE_ROWS[0]}</table>
+<h2>Archivers</h2><table><tr><th>Package</th><th>Description</th></tr>{PACKAGE_ROWS[1]}</table>
+<h2>Editors</h2><table><tr><th>Package</th><th>Description</th></tr>{PACKAGE_ROWS[2]}</table>
+</body></html>"""
+
+
+def test_tables_sharing_a_generic_label_do_not_displace_the_sentence_that_answers() -> None:
+    """Every table of a manual page has a "Package" column; the question says "package", and so
+    does the admitted prose: no view may push out the sentence that answers (issue 38)."""
+    doc = parse_html(PACKAGE_TIPS, doc_id="tips")
+    docs = {"tips": doc}
+    prose = [s for s in seeds(doc) if s.own_text.startswith(("Caution", "Never", "Remark"))]
+    answer = next(k for k, s in enumerate(prose) if s.own_text.startswith("Never"))
+    hits = [Hit("tips", s.paths, 0.9 - 0.01 * abs(k - answer)) for k, s in enumerate(prose)]
+    results = aggregate(hits, documents=docs, budget=BUDGET)
+    assert any("--force-all" in c.text for r in results for c in r.citations)
+    viewed = table_views(
+        "Which dpkg call must a beginner never use to install a package?", results, docs, budget=BUDGET
+    )
+    cited = [c for r in viewed for c in r.citations]
+    assert all(c in cited for r in results for c in r.citations)  # a view only takes what is left
     _check_delivery(viewed, docs)
 
 
@@ -577,7 +633,7 @@ def test_a_verb_names_its_noun_label_and_a_digit_names_a_row() -> None:
         doc_id="squad",
     )
     table = doc.index(_tables(doc)[0])
-    assert _Lexicon("who weighed the most?", [(doc, table)]).label_weight(doc, table) > 0
+    assert _Lexicon("who weighed the most?", [(doc, table)]).labels(doc, table)
     nine = _Lexicon("who is player number 9?", [(doc, table)]).row_weights(doc, table)
     assert nine.index(max(nine)) == 9 and max(nine) > 0
     heaviest = max(range(len(NAMES)), key=lambda k: 180 + 7 * k % 40)
