@@ -300,7 +300,7 @@ def _text_table(rng: random.Random, budget: int) -> str:
 def _boxes(rng: random.Random, budget: int) -> str:
     """Boxes titled by their first line (a title class), nested, behind wrapper divs and empty
     anchors, or not first; term rows; paragraphs written as ``div`` before lists after runs of
-    anchors."""
+    anchors; paragraphs opening with an item mark or ending with a colon (lists written as paragraphs)."""
     out: list[str] = []
     while budget > 0:
         anchors = '<a id="a"></a>' * rng.choice([0, 1, 5, 40])
@@ -318,7 +318,8 @@ def _boxes(rng: random.Random, budget: int) -> str:
             part = f"{lead}{anchors}<div><ul><li>{_words(rng, 4)}</li>"
         else:
             close = rng.choice(["</div>", "</li></ul>", "", "</div></div>"])
-            part = f"<p>{_words(rng, rng.randrange(2, 12))}</p>{close}"
+            mark, colon = rng.choice(["", "", "- ", "\u2022 "]), rng.choice(["", ":"])  # lists written as paragraphs
+            part = f"<p>{mark}{_words(rng, rng.randrange(2, 12))}{colon}</p>{close}"
         out.append(part)
         budget -= len(part)
     return "".join(out)
@@ -658,6 +659,8 @@ def _worst_pages() -> dict[str, str]:
         "20,000 one-row tag tables, each before a description": (
             '<table><tr><td><p>Tag</p></td><td></td></tr></table><p style="margin-left:9%">Text</p>' * 20_000
         ),
+        # a list written as 100,000 paragraphs opening with an item mark, after a colon
+        "100,000 dash-opened paragraphs after a colon": "<p>The items are:</p>" + "<p>- An item.</p>" * 100_000,
         # every bound filled at once: each unit's whole context 46 KB
         "8,000 items under a title, 6 headings and 16 labels of 2,000 characters": f"<title>{label}</title>"
         + "".join(f"<h{k}>{label}</h{k}>" for k in range(1, 7))

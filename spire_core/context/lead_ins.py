@@ -24,6 +24,14 @@ against 0.956 without, the dev sets unchanged.
 
 Inside nested lists each list's lead-in counts, of the lists at most
 :data:`~spire_core.context.lists.MAX_LIST_DEPTH` deep, as for the lists rule's labels.
+
+**Lists written as paragraphs** (:func:`paragraph_lists`): some generators and hand-written
+pages set a list as sibling paragraphs that each open with an item mark ("<p>- Outside the
+selection ...</p><p>- Inside the selection ...</p>", GIMP's help). Two or more such paragraphs
+in a row, opening with the same mark (:data:`ITEM_MARKS`, then a space), right after a
+paragraph ending with a colon, are that paragraph's list: its last sentence leads each of them
+in. The colon is required here: a run of dash-opened paragraphs after a plain one is as often
+dialogue (French or Russian prose opens each reply with a dash).
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ if TYPE_CHECKING:
 LED_LISTS = frozenset({"ul", "ol", "menu"})
 
 
+#: Characters that open an item of a list written as paragraphs, followed by a space (:func:`paragraph_lists`).
+ITEM_MARKS = frozenset("-\u2013\u2014\u2022\u00b7\u2023\u25e6\u25aa*")
 #: A lead-in paragraph of at most this many characters is taken whole (see :func:`lead_in`).
 SHORT_LEAD_IN_CHARS = 200
 
@@ -86,6 +96,40 @@ def loose_lead_in(doc: Document, lst: int) -> tuple[int, ...]:
     return tuple(sorted(nodes)) if text.rstrip().endswith((":", "\uff1a")) else ()
 
 
+def _item_mark(text: str) -> str | None:
+    """The item mark ``text`` (a paragraph's) opens with (:data:`ITEM_MARKS`, then a space), else None."""
+    head = text.lstrip()[:2]
+    return head[0] if len(head) == 2 and head[0] in ITEM_MARKS and head[1].isspace() else None
+
+
+def paragraph_lists(doc: Document) -> dict[int, tuple[int, ...]]:
+    """Each item of a list written as paragraphs -> its lead-in (the module docstring): runs of
+    two or more sibling ``p`` opening with the same item mark, right after a ``p`` whose text
+    ends with a colon; anything else between them (an element, loose text) ends the run. One
+    pass over each parent's children."""
+    out: dict[int, tuple[int, ...]] = {}
+    for parent in range(len(doc.tag)):
+        lead: tuple[int, ...] = ()
+        mark: str | None = None
+        run: list[int] = []
+        for c in (*doc.children[parent], -1):
+            tag = doc.tag[c] if c >= 0 else ""
+            if tag == SENTENCE_END or (tag is None and not doc.text[c].strip()):
+                continue
+            text = doc.subtree_text(c) if tag == "p" else ""
+            own = _item_mark(text)
+            if tag == "p" and own is not None and lead and mark in (None, own):
+                run.append(c)
+                mark = own
+                continue
+            if len(run) >= 2:
+                out.update((item, lead) for item in run)
+            run, mark = [], None
+            colon = tag == "p" and own is None and text.rstrip().endswith((":", "\uff1a"))
+            lead = tuple(last_sentence(doc, c)) if colon else ()
+    return out
+
+
 def _lead_ins(doc: Document) -> Table:
     """Every node's lead-ins: those of the lists around it, nearest first (one pass, parents first).
 
@@ -96,9 +140,12 @@ def _lead_ins(doc: Document) -> Table:
     """
     out: list[tuple[int, ...]] = []
     depth: list[int] = []
+    items = paragraph_lists(doc)
     for i, (tag, parent) in enumerate(zip(doc.tag, doc.parent, strict=True)):
         d = depth[parent] if parent >= 0 else 0
         around = out[parent] if parent >= 0 else ()
+        if i in items:
+            around = items[i] + around
         if tag in LIST_TAGS:
             d += 1
             if tag in LED_LISTS and d <= MAX_LIST_DEPTH:
@@ -114,7 +161,7 @@ _TABLE: Memo[Table] = Memo(lambda doc: unlabelled_headings(doc, _lead_ins(doc)))
 
 
 class ListLeadInRule(PageRule):
-    """A ``ul``/``ol`` labelled by the last sentence of the paragraph just before it."""
+    """A ``ul``/``ol`` (or a list written as paragraphs) labelled by the last sentence of the paragraph before it."""
 
     name = "lead-ins"
     per_page = _TABLE

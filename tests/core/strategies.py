@@ -121,11 +121,15 @@ def label_line_html(draw: st.DrawFn) -> str:
 def _idiom(draw: st.DrawFn, depth: int) -> str:
     """The idioms of issue 38: a table titled by a line above it (or with an empty header row),
     a list after its lead-in paragraph (a ``p`` or a ``div`` of inline content, maybe with empty
-    anchors before the list), a term line (maybe as groff's one-row table) over an indented block,
+    anchors before the list), a list written as paragraphs opening with an item mark, a term
+    line (maybe as groff's one-row table) over an indented block,
     rows of a term and its description,
     a hidden heading, text in a
     column group, a table drawn with spaces in a ``pre``, a box whose first line is a title line."""
-    kinds = ["titled-table", "empty-header", "lead-in", "term", "rows", "hidden-h", "colgroup", "text-table", "box"]
+    kinds = [
+        "titled-table", "empty-header", "lead-in", "paragraph-list", "term", "rows", "hidden-h", "colgroup",
+        "text-table", "box",
+    ]  # fmt: skip
     kind = draw(st.sampled_from(kinds))
     if kind == "titled-table":
         table = _table(draw)
@@ -144,6 +148,10 @@ def _idiom(draw: st.DrawFn, depth: int) -> str:
         if draw(st.booleans()):
             lead = f'<div class="paragraph">{lead}</div>'
         return f"{lead}{anchors}{_list(draw, 1)}"
+    if kind == "paragraph-list":  # a list written as paragraphs opening with an item mark, after a colon
+        mark = draw(st.sampled_from(["-", "\u2022", "*"]))
+        items = "".join(f"<p>{mark} {draw(inline_html())}</p>" for _ in range(draw(st.integers(1, 3))))
+        return f"<p>{draw(inline_html())}{draw(st.sampled_from([':', '', '.']))}</p>{items}"
     if kind == "rows":  # term rows: a div of two div, the first a label line, among like rows
         cell = '<div class="c">{}</div>'
         bare = draw(st.booleans())  # the term a paragraph of its own (Haddock) or in a div cell

@@ -189,6 +189,34 @@ def test_a_short_lead_in_paragraph_is_taken_whole() -> None:
     assert "here is a recipe for nettle soup." in shown and "4 servings." in shown
 
 
+POINTER = "<p>Move the tool in the image. When you move the pointer, the cursor changes:</p>"
+ITEMS = "<p>- Outside the selection it looks as above.</p>\n<p>- Inside, handles appear. They let you resize it.</p>"
+
+
+@pytest.mark.parametrize("mark", ["-", "\u2022", "\u2013"])
+def test_a_list_written_as_paragraphs_opening_with_an_item_mark_is_led_in(mark: str) -> None:
+    page = POINTER + ITEMS.replace("- ", f"{mark} ") + "<p>After the list.</p>"
+    shown = ctx(page, "They let you resize it.")
+    assert "the cursor changes:" in shown and "Move the tool" not in shown and "Outside" not in shown
+    assert "the cursor changes:" not in ctx(page, "After the list.")
+    assert "the cursor changes:" not in ctx(page, "They let you resize it.", policy_named("none"))
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        POINTER + "<p>- Inside, handles appear. They let you resize it.</p>",  # one item is no list
+        POINTER.replace(":", ".") + ITEMS,  # no colon: dash-opened replies of dialogue
+        POINTER + "<h3>Cursor</h3>" + ITEMS,  # anything between
+        POINTER + ITEMS.replace("<p>- Outside", "<p>\u2022 Outside"),  # two marks: no run of one
+        POINTER + ITEMS.replace("- Inside", "-Inside"),  # a hyphen, not a mark
+    ],
+)
+def test_paragraphs_are_a_list_only_in_a_run_of_one_mark_after_a_colon(page: str) -> None:
+    text = "They let you resize it."
+    assert "cursor changes" not in ctx(page, text)
+
+
 @pytest.mark.parametrize(
     "between",
     ["<h3>Codes</h3>", TABLE, "<ul><li>Other list.</li></ul>", "Loose words", "<pre>code</pre>"],
