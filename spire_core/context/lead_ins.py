@@ -112,7 +112,7 @@ def paragraph_lists(doc: Document) -> dict[int, tuple[int, ...]]:
         lead: tuple[int, ...] = ()
         mark: str | None = None
         run: list[int] = []
-        for c in (*doc.children[parent], -1):
+        for c in (*doc.children[parent], -1):  # -1: the end, which closes the last run
             tag = doc.tag[c] if c >= 0 else ""
             if tag == SENTENCE_END or (tag is None and not doc.text[c].strip()):
                 continue
