@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 LED_LISTS = frozenset({"ul", "ol", "menu"})
 
 
+#: How a lead-in ends when a colon must end it (loose text, a list written as paragraphs): ASCII or full-width.
+COLONS = (":", "\uff1a")
 #: Characters that open an item of a list written as paragraphs, followed by a space (:func:`paragraph_lists`).
 ITEM_MARKS = frozenset("-\u2013\u2014\u2022\u00b7\u2023\u25e6\u25aa*")
 #: A lead-in paragraph of at most this many characters is taken whole (see :func:`lead_in`).
@@ -93,7 +95,7 @@ def loose_lead_in(doc: Document, lst: int) -> tuple[int, ...]:
         return ()  # the unit begins inside another block: not loose text of this parent
     nodes = index.nodes[unit]
     text = "".join(doc.text[i] for i in sorted(nodes) if doc.tag[i] is None)
-    return tuple(sorted(nodes)) if text.rstrip().endswith((":", "\uff1a")) else ()
+    return tuple(sorted(nodes)) if text.rstrip().endswith(COLONS) else ()
 
 
 def _item_mark(text: str) -> str | None:
@@ -125,7 +127,7 @@ def paragraph_lists(doc: Document) -> dict[int, tuple[int, ...]]:
             if len(run) >= 2:
                 out.update((item, lead) for item in run)
             run, mark = [], None
-            colon = tag == "p" and own is None and text.rstrip().endswith((":", "\uff1a"))
+            colon = tag == "p" and own is None and text.rstrip().endswith(COLONS)
             lead = tuple(last_sentence(doc, c)) if colon else ()
     return out
 

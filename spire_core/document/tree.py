@@ -92,6 +92,8 @@ _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\u0964\u06d4\u037e][\"'
 def ends_sentence(text: str) -> bool:
     """Whether ``text`` ends as a sentence ends (``.``, ``!``, ``?``, their CJK forms, maybe a closing quote)."""
     return _SENTENCE_END.search(text.rstrip()) is not None
+
+
 _EMPTY: Mapping[str, str] = {}
 
 

@@ -142,10 +142,12 @@ def table_views(
         raise ValueError(f"share must be in (0, 1], not {share}")
     get = document_lookup(documents)
     docs = {r.doc_id: get(r.doc_id) for r in results}
+    candidates = _all_tables(results, docs)
+    if not candidates:
+        return list(results)
     views: dict[str, list[Citation]] = {}
     renderings = _Renderings(results, docs, size, policy, fmt)
     left = int(share * budget)
-    candidates = _all_tables(results, docs)
     lexicon = _Lexicon(question, [(docs[t.doc_id], t.table) for t in candidates])
     held = frozenset().union(*(_terms(r.text, docs[r.doc_id].language) for r in results))
     for t in _ranked(candidates, docs, lexicon):
