@@ -211,7 +211,8 @@ class PageIndexing:
         ``batch_size`` units each, a page is never cut), so an identical re-run adds nothing.
         Each group's new units are added before the page is replaced in the docstore and
         before its old units are deleted (a concurrent query sees the old page or the new
-        one). ``cleanup="full"`` also deletes the units of every page not given. The record
+        one). ``cleanup="full"`` also removes every page not given, as :meth:`delete_sources` does (its
+        units, its docstore entry, its sentences in the lexical index). The record
         manager keys units by their content hash (``key_encoder``); the source id is ``spire_doc_id``.
         """
         if cleanup not in ("incremental", "full", None):
@@ -221,6 +222,7 @@ class PageIndexing:
         start = record_manager.get_time()
         total: IndexingResult = {"num_added": 0, "num_updated": 0, "num_skipped": 0, "num_deleted": 0}
         group: list[tuple[str, LCDocument, list[LCDocument]]] = []
+        given: set[str] = set()
 
         def flush() -> None:
             units = [u for _, _, us in group for u in us]
@@ -249,6 +251,7 @@ class PageIndexing:
             group.clear()
 
         for source, page, units in _prepare(self.transformer, pages):
+            given.add(source)
             group.append((source, page, units))
             if sum(len(us) for _, _, us in group) >= batch_size:
                 flush()
@@ -259,6 +262,10 @@ class PageIndexing:
                 self.vectorstore.delete(stale)
                 record_manager.delete_keys(stale)
                 total["num_deleted"] += len(stale)
+            # the pages not given leave the retriever as delete_sources removes them: their units went
+            # above (the record manager's ids), their source text leaves the docstore, the parsed-page
+            # cache and the lexical index, so that no retrieval returns or cites them
+            self._forget_pages([s for s in self.docstore.yield_keys() if s not in given])
         return total
 
     def delete_sources(self, sources: Iterable[str]) -> None:
@@ -268,7 +275,15 @@ class PageIndexing:
             if old is None:
                 continue
             self._delete_ids(self._old_ids(old))
-            self.docstore.mdelete([source])
+            self._forget_pages([source])
+
+    def _forget_pages(self, sources: list[str]) -> None:
+        """Remove pages' source text from the docstore, the parsed-page cache and the lexical index
+        (their units are already out of the vector store)."""
+        if not sources:
+            return
+        self.docstore.mdelete(sources)
+        for source in sources:
             self._documents.invalidate(source)
             self._lexicon.forget(source)
 

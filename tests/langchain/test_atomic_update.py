@@ -182,3 +182,31 @@ def test_index_pages_re_run_adds_nothing_and_a_change_replaces_only_its_page(
     full = retriever.index_pages(pages(4, edited=2), records, cleanup="full", batch_size=10)
     assert full["num_added"] == 0 and full["num_deleted"] == 2 * 7  # the pages not given any more
     assert len(stored(retriever)) == 4 * 7
+
+
+def test_index_pages_full_cleanup_removes_the_pages_from_every_retrieval(
+    keyword_embeddings: KeywordEmbeddings,
+) -> None:
+    """A page that cleanup="full" reports deleted is never returned nor cited again (issue 50): its
+    units, its docstore entry and its sentences in the lexical index all go."""
+    retriever = SpireRetriever(
+        vectorstore=InMemoryVectorStore(keyword_embeddings),
+        docstore=InMemoryStore(),
+        transformer=SpireTransformer(unit="sentence"),
+    )
+    records = InMemoryRecordManager("spire")
+    records.create_schema()
+    retriever.index_pages(pages(3), records)
+    [before] = retriever.invoke("Page 2 sentence 4", k=1)
+    assert before.metadata["spire_doc_id"] == "p2.html"
+    full = retriever.index_pages(pages(2), records, cleanup="full")
+    assert full["num_deleted"] == 7
+    assert list(retriever.docstore.yield_keys()) == ["p0.html", "p1.html"]
+    for query in ("Page 2 sentence 4", "page 2", "sentence is here"):
+        for search_type in ("similarity", "mmr"):
+            retriever.search_type = search_type  # type: ignore[assignment]
+            docs = retriever.invoke(query)
+            assert docs and all(d.metadata["spire_doc_id"] != "p2.html" for d in docs)
+            assert all(c.doc_id != "p2.html" for d in docs for c in citations_of(d))
+            assert "Page 2" not in "".join(d.page_content for d in docs)
+    assert all(r.doc_id != "p2.html" for r in retriever.retrieve_subdocuments("Page 2 sentence 4"))
