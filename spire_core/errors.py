@@ -75,3 +75,14 @@ class MissingSourceError(SpireError, LookupError):
 
 class DatabaseURIError(SpireError, ValueError):
     """A database URI is not one the Postgres store helpers can use (``postgresql://...``)."""
+
+
+class NotSpireIndexError(SpireError, ValueError):
+    """An index (or store) whose nodes carry no SPIRE metadata: it was built with another node
+    parser or splitter (``SentenceSplitter``), so the retriever could cite nothing from it."""
+
+
+class UndecodableError(SpireError, ValueError):
+    """The page's bytes do not read as text: too many of them are invalid in the encoding it
+    declares or that was detected, and no other encoding reads them (mixed encodings, or
+    corrupt bytes). Raised instead of indexing text that is mostly U+FFFD."""

@@ -23,6 +23,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
 from spire_core import HTML, Citation, Policy, SpireError, Subdocument, from_metadata, to_metadata
+from spire_core.errors import NotSpireIndexError
 from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
@@ -43,7 +44,7 @@ from spire_core.pipeline import (
     searched_once,
     store_search,
 )
-from spire_core.results.schema import SPIRE_KEYS, citations_from, result_id, user_metadata
+from spire_core.results.schema import DOC_ID, SPIRE_KEYS, citations_from, result_id, user_metadata
 from spire_core.size import SizeFn
 
 from ._search import Ranking
@@ -178,6 +179,8 @@ class SpireRetriever(BaseRetriever):
                 raise TypeError("give the docstore that holds the source pages")
             docstore = index.docstore
         _check_searchable(index)
+        #: whether the index's nodes were seen to be SpireNodeParser's (else the first query's hits are checked)
+        self._spire_nodes = _check_spire_nodes(index)
         self.index = index
         self.sources = (
             docstore if isinstance(docstore, SourceDocuments) else SourceDocuments(docstore, maxsize=cache_size)
@@ -276,7 +279,9 @@ class SpireRetriever(BaseRetriever):
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         bundle = QueryBundle(query) if isinstance(query, str) else query
         lexical = self.lexicon.hits if self.lexicon is not None else None
-        found = retrieve(bundle.query_str, lambda: self._store_search(bundle), self.sources, self.options, lexical)
+        found = retrieve(
+            bundle.query_str, lambda: self._checked(self._store_search(bundle)), self.sources, self.options, lexical
+        )
         return found.results
 
     async def aretrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
@@ -287,10 +292,25 @@ class SpireRetriever(BaseRetriever):
             embedding = await embed.aget_agg_embedding_from_queries(bundle.embedding_strs)
             bundle = dataclasses.replace(bundle, embedding=embedding)
         lexical = self.lexicon.hits if self.lexicon is not None else None
-        found = await aretrieve(
-            bundle.query_str, lambda run: self._store_search(bundle, run), self.sources, self.options, lexical
-        )
+        checked: Callable[[Bridge], StoreSearch] = lambda run: self._checked(self._store_search(bundle, run))  # noqa: E731
+        found = await aretrieve(bundle.query_str, checked, self.sources, self.options, lexical)
         return found.results
+
+    def _checked(self, search: StoreSearch) -> StoreSearch:
+        """``search``, raising :class:`NotSpireIndexError` when the first hits it finds carry no SPIRE
+        metadata (an index that was empty at construction, or whose store keeps the node text)."""
+        if self._spire_nodes:
+            return search
+
+        def checked(n: int) -> Sequence[StoreHit]:
+            hits = search(n)
+            if hits and not self._spire_nodes:
+                if not any(DOC_ID in h.metadata for h in hits):
+                    raise _not_spire(f"none of the {len(hits)} hits of the index's vector store")
+                self._spire_nodes = True
+            return hits
+
+        return checked
 
     def _nodes(self, results: list[Subdocument]) -> list[NodeWithScore]:
         out = []
@@ -310,6 +330,30 @@ class SpireRetriever(BaseRetriever):
 def _store_hit(node: NodeWithScore) -> StoreHit:
     source = node.node.source_node
     return StoreHit(node.node.metadata, float(node.score or 0.0), source.hash if source is not None else None)
+
+
+def _check_spire_nodes(index: SentenceSearch, sample: int = 8) -> bool:
+    """Whether ``index``'s nodes were seen to carry SPIRE metadata (False: not known yet, the index
+    is empty or its store keeps the node text; the first query's hits are checked instead). Raises
+    :class:`NotSpireIndexError` when none of its first ``sample`` nodes in the docstore does."""
+    if not isinstance(index, VectorStoreIndex) or index.vector_store.stores_text:
+        return False
+    ids = [node_id for node_id, _ in zip(index.index_struct.nodes_dict.values(), range(sample), strict=False)]
+    nodes = [n for n in (index.docstore.get_node(i, raise_error=False) for i in ids) if n is not None]
+    if not nodes:
+        return False
+    if not any(DOC_ID in n.metadata for n in nodes):
+        raise _not_spire(f"none of the {len(nodes)} nodes looked at")
+    return True
+
+
+def _not_spire(which: str) -> NotSpireIndexError:
+    return NotSpireIndexError(
+        f"{which} carries SPIRE metadata ({DOC_ID}, ...): the index was built with another node parser "
+        "(SentenceSplitter?), and SpireRetriever could cite nothing from it. Build it with "
+        "VectorStoreIndex.from_documents(docs, transformations=[SpireNodeParser()], ...) (and "
+        "store_sources(docstore, docs)), or index with SpireRetriever.from_documents(docs)"
+    )
 
 
 def _check_searchable(index: SentenceSearch) -> None:
