@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from langchain_core.documents import Document as LCDocument
@@ -30,9 +29,10 @@ from spire_core.options import (
     OnPageError,
 )
 from spire_core.query.lexical import Lexicon
-from spire_core.reading.decoding import decode
+from spire_core.reading.files import read_page_file
 from spire_core.results.schema import DOC_ID, UNIT_IDS, user_metadata
 from spire_core.size import SizeFn
+from spire_runtime.pages import page_file
 
 from ._source import source_id
 from .embeddings import default_embeddings
@@ -319,20 +319,10 @@ def _as_page(page: Page) -> LCDocument:
     """A page given to ``from_documents`` as a ``Document`` (a path is read and decoded as the page declares)."""
     if isinstance(page, LCDocument):
         return page
-    if isinstance(page, str) and not _names_file(page):
-        return LCDocument(page_content=page)
-    path = Path(page)
-    return LCDocument(page_content=decode(path.read_bytes(), doc_id=str(path)).text, metadata={"source": str(path)})
-
-
-def _names_file(text: str) -> bool:
-    """Whether ``text`` is the name of an existing file rather than a page's text."""
-    if "\n" in text or "<" in text or len(text) > 4096:
-        return False
-    try:
-        return Path(text).is_file()
-    except OSError:  # a name the file system refuses (too long, bad bytes)
-        return False
+    path = page_file(page)
+    if path is None:
+        return LCDocument(page_content=str(page))
+    return LCDocument(page_content=read_page_file(path).text, metadata={"source": str(path)})
 
 
 def _embed(

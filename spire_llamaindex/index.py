@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass, field
@@ -18,9 +20,11 @@ from tqdm.auto import tqdm
 
 from spire_core import SpireError
 from spire_core.options import OnPageError
-from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
+from spire_core.reading.decoding import DEFAULT_MAX_BYTES, Decoded, decode
 from spire_core.reading.files import page_files as core_page_files
+from spire_core.reading.files import read_page_file
 from spire_runtime.defaults import DEFAULT_BATCH_PAGES
+from spire_runtime.pages import page_file
 
 from ._source import log
 from .embedding import embed_texts
@@ -362,7 +366,28 @@ def read_page(path: str | Path, root: str | Path, *, max_bytes: int = DEFAULT_MA
     """
     path, root = Path(path), Path(root)
     doc_id = path.relative_to(root).as_posix()
-    decoded = decode(path.read_bytes(), max_bytes=max_bytes, doc_id=doc_id)
+    return _page_document(doc_id, decode(path.read_bytes(), max_bytes=max_bytes, doc_id=doc_id))
+
+
+def as_page(page: BaseNode | str | os.PathLike[str]) -> BaseNode:
+    """A page given to ``from_documents`` as a LlamaIndex node, as ``spire_langchain`` reads pages:
+    a node as it is; a file path (``pathlib.Path``, or a one-line string naming an existing file:
+    :func:`spire_runtime.pages.page_file`) read and decoded as the page declares, its id the path as
+    given; any other string is the page's text (HTML, Markdown or plain text), its id a hash of it.
+    A one-line string ending in ``.html``, ``.md``, ... that names no file raises ``FileNotFoundError``."""
+    if isinstance(page, BaseNode):
+        return page
+    if not isinstance(page, str | os.PathLike):
+        raise TypeError(f"a page is a Document, a file path or a page's text, not {type(page).__name__}")
+    path = page_file(page)
+    if path is None:
+        text = str(page)
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return Document(id_=f"sha256:{digest}", text=text)
+    return _page_document(str(path), read_page_file(path))
+
+
+def _page_document(doc_id: str, decoded: Decoded) -> Document:
     if decoded.replaced:
         log.warning("document %r: %d invalid %s byte sequence(s) replaced", doc_id, decoded.replaced, decoded.encoding)
     return Document(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Sequence
+import difflib
+import inspect
+import os
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -49,7 +52,7 @@ from spire_core.size import SizeFn
 
 from ._search import Ranking
 from ._source import SourceDocuments, log
-from .index import build_index, update_index
+from .index import as_page, build_index, update_index
 from .parser import SpireNodeParser
 
 if TYPE_CHECKING:
@@ -206,7 +209,7 @@ class SpireRetriever(BaseRetriever):
     @classmethod
     def from_documents(
         cls,
-        documents: Sequence[BaseNode],
+        documents: Iterable[BaseNode | str | os.PathLike[str]],
         *,
         embed_model: BaseEmbedding | None = None,
         storage_context: StorageContext | None = None,
@@ -220,12 +223,17 @@ class SpireRetriever(BaseRetriever):
         """Parse ``documents`` (HTML or Markdown pages), embed their units (the packaged model by
         default), store the pages; ``options`` are the retriever's. ``policy`` and ``fmt`` default
         to the parser's. A page that cannot be read (a binary file named ``.html``, a page over
-        the size limit) is logged with its id and reason and left out (``errors="raise"`` raises)."""
+        the size limit) is logged with its id and reason and left out (``errors="raise"`` raises).
+        ``documents`` are nodes (``Document``), file paths or page texts, as ``spire_langchain``'s
+        (:func:`spire_llamaindex.index.as_page`). An unknown option raises ``TypeError`` before
+        anything is read or embedded."""
+        _check_options(options)
+        pages = [as_page(d) for d in documents]
         parser = parser or SpireNodeParser()
         index = build_index([], parser=parser, embed_model=embed_model, storage_context=storage_context)
-        report = update_index(index, documents, parser=parser, show_progress=show_progress, errors=errors)
+        report = update_index(index, pages, parser=parser, show_progress=show_progress, errors=errors)
         for page, reason in report.failed.items():
-            source = next((d for d in documents if d.node_id == page), None)
+            source = next((d for d in pages if d.node_id == page), None)
             where = source.metadata.get("file_path") if source is not None else None
             log.error("page %r%s left out: %s", page, f" ({where})" if where else "", reason)
         retriever = cls(
@@ -330,6 +338,22 @@ class SpireRetriever(BaseRetriever):
 def _store_hit(node: NodeWithScore) -> StoreHit:
     source = node.node.source_node
     return StoreHit(node.node.metadata, float(node.score or 0.0), source.hash if source is not None else None)
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """Raise ``TypeError`` naming the options :meth:`SpireRetriever.from_documents` does not know (a
+    typo such as ``budgt=``) and the ones it does, before any page is read or embedded."""
+    own = inspect.signature(SpireRetriever.from_documents).parameters
+    known = [p for p in inspect.signature(SpireRetriever.__init__).parameters if p not in ("self", "index", "docstore")]
+    unknown = [name for name in options if name not in known]
+    if not unknown:
+        return
+    hints = [
+        f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, known, 1)) else repr(name)
+        for name in unknown
+    ]
+    valid = sorted({*known, *(p for p in own if p not in ("cls", "documents", "options"))})
+    raise TypeError(f"SpireRetriever.from_documents: unknown option(s) {', '.join(hints)}; valid: {', '.join(valid)}")
 
 
 def _check_spire_nodes(index: SentenceSearch, sample: int = 8) -> bool:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from spire_core.reading.files import PAGE_SUFFIXES
 from spire_core.reading.parse import PageKind, declared_kind
 
 #: Metadata keys naming a page's media type, then its file, in the order they are trusted.
@@ -22,6 +25,30 @@ def declared_kind_of(metadata: Mapping[str, Any]) -> PageKind | None:
         kind = declared_kind(file_name=_str(metadata.get(key)))
         if kind is not None:
             return kind
+    return None
+
+
+def page_file(page: str | os.PathLike[str]) -> Path | None:
+    """The file a page given to ``from_documents`` names, or None when ``page`` is the page's text.
+
+    A path (``pathlib.Path``, any ``os.PathLike``) names a file; a string does when it is one
+    line without ``<``, at most 4,096 characters, naming an existing file (any other string is
+    HTML, Markdown or plain text). A one-line string ending in a page suffix (``.html``,
+    ``.md``, ...) that names no file raises ``FileNotFoundError``: it is not indexed as a page.
+    Both adapters read pages given this way (the file through
+    :func:`spire_core.reading.files.read_page_file`, its path as given being the page id).
+    """
+    if not isinstance(page, str):
+        return Path(page)
+    if "\n" in page or "<" in page or len(page) > 4096:
+        return None
+    try:
+        if Path(page).is_file():
+            return Path(page)
+    except OSError:  # a name the file system refuses (too long, bad bytes)
+        return None
+    if page.strip().lower().endswith(PAGE_SUFFIXES):  # "x.html": a page file's name, not a page
+        raise FileNotFoundError(f"no such page file: {page!r} (a string naming a page file is read as that file)")
     return None
 
 

@@ -64,6 +64,12 @@ def test_a_file_name_string_is_read_as_the_file(embeddings: Embeddings, monkeypa
     assert "is a file name" in text.invoke("file name")[0].page_content  # markup: a page, whatever it names
 
 
+def test_a_page_file_name_naming_no_file_is_refused(keyword_embeddings: KeywordEmbeddings) -> None:
+    """``from_documents(["missing.html"])`` raises, naming the file, instead of indexing the name as a page."""
+    with pytest.raises(FileNotFoundError, match="missing.html"):
+        SpireRetriever.from_documents(["missing.html"], keyword_embeddings)
+
+
 def test_search_kwargs_k_caps_the_pages(keyword_embeddings: KeywordEmbeddings) -> None:
     """``search_kwargs={"k": 4}``, the LangChain idiom, caps the pages (it raised a TypeError in the store call)."""
     retriever = SpireRetriever.from_documents(small_pages(), keyword_embeddings, search_kwargs={"k": 1})

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import Document
 
 from spire_core.errors import NotSpireIndexError, SpireError
-from spire_llamaindex import SpireNodeParser, SpireRetriever, store_sources
+from spire_llamaindex import SpireNodeParser, SpireRetriever, citations_of, store_sources
 
 from ..support.hash_embedding import HashEmbedding
 from .test_upsert import TextVectorStore
 
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = Document(
     id_="limits.html",
     text="<html><head><title>Service limits</title></head><body><h1>Service limits</h1>"
@@ -71,3 +75,31 @@ def test_a_spire_index_passes_both_checks() -> None:
         store_sources(index.docstore, [PAGE])
         [node] = SpireRetriever(index).retrieve("What is the upload limit?")
         assert "forty megabytes" in node.node.get_content()
+
+
+def test_a_typo_in_from_documents_options_fails_before_any_page_is_read() -> None:
+    def never() -> Iterator[Document]:
+        raise AssertionError("a page was read before the options were checked")
+        yield PAGE
+
+    with pytest.raises(TypeError, match=r"'budgt' \(did you mean 'budget'\?\); valid: .*budget.*first_k"):
+        SpireRetriever.from_documents(never(), embed_model=HashEmbedding(), budgt=500)
+
+
+def test_from_documents_takes_file_paths_and_page_texts_as_langchains_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    pages = [
+        "examples/pages/postgresql-wal.html",  # a path as a string: the page id is the path as given
+        ROOT / "examples" / "pages" / "python-json.html",
+        "<h1>Espresso</h1><p>An espresso shot takes about 25 seconds.</p>",
+        "# Tea\n\nGreen tea steeps for two minutes.\n",
+    ]
+    retriever = SpireRetriever.from_documents(pages, embed_model=HashEmbedding(), budget=4000)
+    found = {n.node.metadata["spire_doc_id"]: n for n in retriever.retrieve("checkpoint_timeout valid range")}
+    wal = found["examples/pages/postgresql-wal.html"]  # the vectors are hashes: BM25 finds the sentence
+    assert any("between 30 seconds and one day" in c.text for c in citations_of(wal))
+    stored = set(retriever.index.docstore.docs)
+    assert {"examples/pages/postgresql-wal.html", str(ROOT / "examples" / "pages" / "python-json.html")} <= stored
+    assert sum(i.startswith("sha256:") for i in stored) == 2  # the two page texts, by a hash of each
+    with pytest.raises(FileNotFoundError, match="missing.html"):
+        SpireRetriever.from_documents(["missing.html"], embed_model=HashEmbedding())
