@@ -9,7 +9,7 @@ from typing import Any
 
 import charset_normalizer
 
-from spire_core.errors import DocumentTooLargeError, NotHTMLError
+from spire_core.errors import DocumentTooLargeError, NotHTMLError, UndecodableError
 
 #: Default ceiling on the size of one input page (bytes, or characters for ``str``).
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -84,11 +84,29 @@ _WHATWG = {
 _LABELS = {label: codec for codec, labels in _WHATWG.items() for label in labels.split()}
 #: How a decoded page reports its encoding (the WHATWG name, where it differs from the codec's).
 _NAMES = {**{f"cp125{k}": f"windows-125{k}" for k in range(9)}, "cp874": "windows-874", "cp932": "shift_jis"}
+#: Python's name of each codec of :data:`_WHATWG` -> its key there (``euc_jp`` -> ``euc-jp``):
+#: a detected encoding is named as a declared one.
+_CODECS = {codecs.lookup(c).name: c for c in _WHATWG}
 #: Codecs the detector may choose from for a page that declares no charset (WHATWG encodings only).
 _DETECTABLE = [c for c in _WHATWG if c not in ("utf-8", "iso2022-jp")]
+#: The detectable CJK encodings: two bytes a character, so random bytes seldom decode in them.
+_MULTIBYTE = frozenset(["gb18030", "big5hkscs", "euc-jp", "cp932", "cp949"])
 #: Bytes the detector reads of an undeclared page (it samples; more only costs time).
 _DETECT_BYTES = 64 * 1024
-_UTF8_MULTIBYTE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+#: ISO-2022-JP's escape sequences (JIS X 0208 in, ASCII or JIS-Roman back): its bytes are 7-bit,
+#: so they read as valid UTF-8 (and lose every Japanese character) unless recognised first.
+_ISO2022JP_ESCAPES = (b"\x1b$B", b"\x1b$@", b"\x1b(J")
+#: An undeclared page that is not valid UTF-8 still is UTF-8 (its few corrupt bytes replaced) when
+#: at least this share of its runs of non-ASCII bytes are valid UTF-8, each a whole: in a legacy
+#: encoding's prose almost none is (none in the Shift_JIS, EUC-JP, GBK, Big5, EUC-KR and Cyrillic
+#: pages of the tests), in a UTF-8 page with corrupt bytes most are.
+_UTF8_RUNS = 0.2
+_NON_ASCII_RUN = re.compile(rb"[\x80-\xff]+")
+#: A decoded page whose U+FFFD replacements are at least this many and more than
+#: :data:`MAX_REPLACED_SHARE` of its non-ASCII characters was not read as the text it holds: its
+#: encoding is detected again, and if no other encoding reads it, :class:`UndecodableError` is raised.
+_FEW_REPLACED = 8
+MAX_REPLACED_SHARE = 0.05
 #: Characters no HTML text can hold (lxml refuses them): C0 controls but tab/newline/CR/FF,
 #: DEL, lone surrogates, U+FFFE/U+FFFF. Removed; surrogates become U+FFFD.
 _CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ufffe\uffff]")
@@ -107,18 +125,26 @@ class Decoded:
 
 
 def decode(data: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, doc_id: str | None = None) -> Decoded:
-    """Decode ``data``, never failing on bad bytes: a BOM decides (or UTF-16 recognised without
-    one: :func:`_utf16_without_bom`), then a ``<meta charset>``
-    holding a WHATWG label, else UTF-8 when the bytes are UTF-8, else a detected legacy encoding.
-    Characters HTML cannot hold (controls, lone surrogates) are removed or replaced, also in ``str``.
+    """Decode ``data``, replacing a few bad bytes: a BOM decides (or UTF-16 recognised without
+    one: :func:`_utf16_without_bom`), then a ``<meta charset>`` holding a WHATWG label, else
+    ISO-2022-JP when its escapes say so, else UTF-8 when the bytes are (mostly) UTF-8, else a
+    detected legacy encoding. Characters HTML cannot hold (controls, lone surrogates) are removed
+    or replaced, also in ``str``. A decoding that replaces too much (:func:`garbled`) is tried
+    again with the encoding detected in the bytes; a ``str`` that holds too many U+FFFD gets a
+    warning (its bytes are gone).
 
-    Raises :class:`DocumentTooLargeError` past ``max_bytes`` and :class:`NotHTMLError` for
-    binary data, both naming ``doc_id``.
+    Raises :class:`DocumentTooLargeError` past ``max_bytes``, :class:`NotHTMLError` for binary
+    data and :class:`UndecodableError` when no encoding reads the bytes (mixed encodings, corrupt
+    bytes), each naming ``doc_id``.
     """
     if len(data) > max_bytes:
         raise DocumentTooLargeError(len(data), max_bytes, doc_id=doc_id)
     if isinstance(data, str):
         _reject_binary(data[:4096].encode("utf-8", "surrogatepass"), bom=False, doc_id=doc_id)
+        held = data.count("\ufffd")
+        if garbled(data, held):  # decoded before it got here, its bad bytes replaced: nothing to re-read
+            warning = f"text holds {held} U+FFFD: decoded with the wrong encoding before SPIRE read it?"
+            return _clean(data, "str", 0, [warning])
         return _clean(data, "str", 0, [])
     declared, skip, bom = _sniff(data)
     _reject_binary(data[:4096], bom=bom, doc_id=doc_id)
@@ -130,36 +156,150 @@ def decode(data: str | bytes, *, max_bytes: int = DEFAULT_MAX_BYTES, doc_id: str
         encoding = _LABELS.get(declared) or _undeclared(body)
         if declared not in _LABELS:
             warnings.append(f"charset {declared!r} is not a WHATWG encoding label; ignored")
+    text, replaced = _decoded(body, encoding)
+    if garbled(text, replaced):
+        encoding, text, replaced = _redetected(body, encoding, replaced, warnings, doc_id)
+    if replaced:
+        warnings.append(f"{replaced} invalid {_name(encoding)} byte sequence(s) replaced by U+FFFD")
+    return _clean(text, _name(encoding), replaced, warnings)
+
+
+def garbled(text: str, replaced: int) -> bool:
+    """Whether ``text``, decoded with ``replaced`` replacements, is not the text its bytes hold:
+    at least :data:`_FEW_REPLACED` replacements, over :data:`MAX_REPLACED_SHARE` of its
+    non-ASCII characters (markup is ASCII: the share is that of the page's words)."""
+    if replaced < _FEW_REPLACED:
+        return False
+    non_ascii = len(text) - len(text.encode("ascii", "ignore"))
+    return replaced > MAX_REPLACED_SHARE * non_ascii
+
+
+def _name(codec: str) -> str:
+    return _NAMES.get(codec, codec)
+
+
+def _decoded(body: bytes, encoding: str) -> tuple[str, int]:
+    """``body`` decoded with ``encoding`` and how many invalid sequences became U+FFFD."""
     try:
-        text, replaced = body.decode(encoding), 0
+        return body.decode(encoding), 0
     except UnicodeDecodeError:
         text = body.decode(encoding, errors="replace")
-        replaced = text.count("\ufffd") - body.decode(encoding, errors="ignore").count("\ufffd")
-        warnings.append(f"{replaced} invalid {encoding} byte sequence(s) replaced by U+FFFD")
-    return _clean(text, _NAMES.get(encoding, encoding), replaced, warnings)
+        return text, text.count("\ufffd") - body.decode(encoding, errors="ignore").count("\ufffd")
+
+
+def _redetected(
+    body: bytes, tried: str, replaced: int, warnings: list[str], doc_id: str | None
+) -> tuple[str, str, int]:
+    """(codec, text, replacements) of a page that ``tried`` garbled: another encoding that reads
+    it (:func:`garbled` no longer), with a warning; else :class:`UndecodableError` naming the page.
+
+    Bytes that hold UTF-8 (:func:`_holds_utf8`) are not read in a legacy encoding: that would
+    garble their UTF-8 text instead (a page of mixed encodings, or of corrupt UTF-8)."""
+    candidates: list[str] = []
+    if _iso2022jp(body):
+        candidates.append("iso2022-jp")
+    if _strict(body, "utf-8"):
+        candidates.append("utf-8")
+    elif not _holds_utf8(body):
+        candidates.append(_detected(body, exclude=tried))
+    for codec in candidates:
+        if codec == tried:
+            continue
+        text, n = _decoded(body, codec)
+        if not garbled(text, n):
+            warnings.append(
+                f"{replaced} byte sequence(s) invalid in {_name(tried)}: read as {_name(codec)}, which reads the page"
+            )
+            return codec, text, n
+    raise UndecodableError(
+        f"{replaced} byte sequence(s) are invalid in {_name(tried)} (over {MAX_REPLACED_SHARE:.0%} of its "
+        "non-ASCII characters) and no other encoding reads the page (mixed encodings or corrupt bytes?): "
+        "declare its charset, or convert it to UTF-8",
+        doc_id=doc_id,
+    )
+
+
+def _holds_utf8(body: bytes) -> bool:
+    """Whether ``body`` (its first :data:`_DETECT_BYTES`) holds UTF-8 text: at least
+    :data:`_UTF8_RUNS` of its runs of non-ASCII bytes are valid UTF-8."""
+    runs = _NON_ASCII_RUN.findall(body[:_DETECT_BYTES])
+    valid = sum(1 for run in runs if _strict(run, "utf-8"))
+    return bool(runs) and valid >= _UTF8_RUNS * len(runs)
+
+
+def _strict(data: bytes, codec: str) -> bool:
+    """Whether ``data`` decodes in ``codec`` without error."""
+    try:
+        data.decode(codec)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _iso2022jp(body: bytes) -> bool:
+    """Whether ``body`` is ISO-2022-JP: 7-bit bytes holding its escape sequences, decoding without error."""
+    head = body[:_DETECT_BYTES]
+    if not any(e in head for e in _ISO2022JP_ESCAPES) or max(head, default=0) > 0x7F:
+        return False
+    try:
+        body.decode("iso2022-jp")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _undeclared(body: bytes) -> str:
-    """The codec of a page without BOM or declaration: UTF-8 when the bytes are UTF-8 (or
-    hold UTF-8 sequences among some invalid ones), else what charset-normalizer detects."""
+    """The codec of a page without BOM or declaration: ISO-2022-JP when its escapes say so, UTF-8
+    when the bytes are UTF-8 or hold UTF-8 among corrupt bytes (:func:`_holds_utf8`), else what
+    charset-normalizer detects."""
+    if _iso2022jp(body):
+        return "iso2022-jp"
     try:
         body.decode("utf-8")
         return "utf-8"
     except UnicodeDecodeError:
         pass
-    if _UTF8_MULTIBYTE.search(body):
+    if _holds_utf8(body):
         return "utf-8"
-    matches = list(charset_normalizer.from_bytes(body[:_DETECT_BYTES], cp_isolation=_DETECTABLE))
+    return _detected(body)
+
+
+def _detected(body: bytes, exclude: str | None = None) -> str:
+    """The legacy encoding charset-normalizer finds for ``body`` (:data:`_DETECTABLE`, less
+    ``exclude``); windows-1252 when it finds none, or ties with it."""
+    isolation = [c for c in _DETECTABLE if c != exclude]
+    matches = list(charset_normalizer.from_bytes(body[:_DETECT_BYTES], cp_isolation=isolation))
     if not matches:
         return "cp1252"
     best = matches[0]
-    tied = [codecs.lookup(m.encoding).name for m in matches if _tie(m, best)]
+    named = [(m, _CODECS.get(n, n)) for m, n in ((m, codecs.lookup(m.encoding).name) for m in matches)]
+    if named[0][1] not in _MULTIBYTE:  # a short page reads as Latin letters too: CJK if it reads as CJK
+        for m, name in named[1:]:
+            if name in _MULTIBYTE and m.chaos <= best.chaos + 0.01 and _reads_cjk(body, name):
+                return name
+    tied = [name for m, name in named if _tie(m, best)]
     sample = body[:_DETECT_BYTES]
     # windows-1252 (the browsers' default for legacy pages) wins any tie, and so does any codec
     # reading the page as it does: short texts fit many codecs
     if "cp1252" in tied or sample.decode(tied[0], "replace") == sample.decode("cp1252", "replace"):
         return "cp1252"
     return tied[0]
+
+
+#: Where the characters of CJK text are: general punctuation (quotes, dashes, ellipsis), CJK
+#: symbols, kana, Hangul compatibility jamo, ideographs, Hangul syllables, compatibility
+#: ideographs, full- and half-width forms.
+_CJK = re.compile("[^\x00-\x7f\u2010-\u2027\u3000-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+
+
+def _reads_cjk(body: bytes, codec: str) -> bool:
+    """Whether ``body`` decodes in ``codec`` without error into ASCII and CJK characters alone
+    (Latin-1 text seldom decodes in a CJK encoding, and never into CJK characters alone)."""
+    try:
+        text = body.decode(codec)
+    except UnicodeDecodeError:
+        return False
+    return _CJK.search(text) is None
 
 
 def _tie(a: Any, b: Any) -> bool:
