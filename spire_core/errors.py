@@ -86,9 +86,3 @@ class UndecodableError(SpireError, ValueError):
     """The page's bytes do not read as text: too many of them are invalid in the encoding it
     declares or that was detected, and no other encoding reads them (mixed encodings, or
     corrupt bytes). Raised instead of indexing text that is mostly U+FFFD."""
-
-
-class UndecodableError(SpireError, ValueError):
-    """The page's bytes do not read as text: too many of them are invalid in the encoding it
-    declares or that was detected, and no other encoding reads them (mixed encodings, or
-    corrupt bytes). Raised instead of indexing text that is mostly U+FFFD."""
