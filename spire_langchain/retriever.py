@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import BaseStore
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import Field, PrivateAttr
 
 from spire_core import HTML, DocumentCache, Policy, Subdocument, to_metadata
@@ -250,6 +250,8 @@ class SpireRetriever(PageIndexing, BaseRetriever):
             raise ValueError("score_threshold needs a similarity search: search_type='mmr' gives no scores")
         if self.search_type != "mmr" and "fetch_k" in search_kwargs and not self._takes_fetch_k():
             search_kwargs.pop("fetch_k")  # what LangChain's MMR and FAISS's filter read; others refuse it
+        if isinstance(self.vectorstore, InMemoryVectorStore) and isinstance(search_kwargs.get("filter"), Mapping):
+            search_kwargs["filter"] = _metadata_filter(search_kwargs["filter"])  # it calls the filter on Documents
         return self.options.but(budget=budget, max_pages=k), search_kwargs
 
     def retrieve_subdocuments(
@@ -339,6 +341,21 @@ def _has_relevance(store: VectorStore) -> bool:
         or cls._similarity_search_with_relevance_scores is not VectorStore._similarity_search_with_relevance_scores
         or getattr(store, "override_relevance_score_fn", None) is not None
     )
+
+
+def _metadata_filter(spec: Mapping[str, Any]) -> Callable[[LCDocument], bool]:
+    """``InMemoryVectorStore``'s filter (a callable over unit Documents) for a dict filter of metadata
+    equality, as other stores take it: ``{"source": "a.html"}``; a list value is any of its values
+    (``{"source": ["a.html", "b.html"]}``, as FAISS reads one). An operator (``"$in"``, ...) is refused."""
+    operators = sorted(str(k) for k, value in spec.items() if str(k).startswith("$") or isinstance(value, Mapping))
+    if operators:
+        raise ValueError(
+            f"InMemoryVectorStore takes a dict filter of metadata equality only ({{'source': 'a.html'}}, or a list "
+            f"of values: any of them), not operators ({', '.join(operators)}): pass a callable filter instead, "
+            "filter=lambda doc: ... (a unit Document, its page's metadata in doc.metadata)"
+        )
+    wanted = {key: list(value) if isinstance(value, list | tuple | set) else [value] for key, value in spec.items()}
+    return lambda doc: all(key in doc.metadata and doc.metadata[key] in values for key, values in wanted.items())
 
 
 def _unthresholded(kwargs: dict[str, Any]) -> dict[str, Any]:
