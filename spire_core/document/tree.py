@@ -140,6 +140,9 @@ class Document:
         #: the language the page declares (``<html lang>``, Content-Language): an ISO 639-1
         #: code in lower case, None when undeclared (:mod:`spire_core.reading.language`)
         self.language = language
+        #: where the page sends its reader at once (``<meta http-equiv="refresh" content="0;
+        #: url=...">``), as written; None when it does not (set by the parser)
+        self.redirect: str | None = None
         #: how the bytes were decoded ("str" when text was given)
         self.encoding = encoding
         #: number of invalid byte sequences replaced by U+FFFD while decoding

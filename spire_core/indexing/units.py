@@ -7,6 +7,7 @@ column labels.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,11 @@ from spire_core.reading.parse import parse_page
 from spire_core.reading.sentences import sentence_indices, sentences
 
 UNITS: tuple[Unit, ...] = get_args(Unit)
+#: A page that redirects at once (:attr:`Document.redirect`) and shows at most this many characters
+#: of its own ("Redirecting to the new page...") is a redirect stub: it has no units.
+REDIRECT_STUB_CHARS = 200
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -51,9 +57,13 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: 
     passage (``"passage"``, :func:`spire_core.passages.passages`, cap and window by default).
 
     A page's seeds' texts hold at most its :class:`~spire_core.indexing.passages.ContextBudget`
-    of context in all: past it, units are embedded with their own words only."""
+    of context in all: past it, units are embedded with their own words only. A redirect stub
+    (:func:`redirect_stub`) has none: it is logged at info and skipped."""
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS}, not {unit!r}")
+    if redirect_stub(doc):
+        log.info("page %r skipped: a redirect to %r with no content of its own", doc.doc_id, doc.redirect)
+        return []
     if unit == "passage":
         by_paths = {s.paths: s.text for s in sentences(doc)}
         return [
@@ -94,6 +104,21 @@ def seeds(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown", unit: 
             )
         )
     return out
+
+
+def redirect_stub(doc: Document) -> bool:
+    """Whether ``doc`` is a redirect, not content: a ``<meta http-equiv="refresh">`` with a URL,
+    and at most :data:`REDIRECT_STUB_CHARS` characters of text outside ``<head>`` (its title is
+    no content: it names the page it sends to)."""
+    if doc.redirect is None or not len(doc):
+        return False
+    shown = 0
+    for i in doc.children[0]:
+        if doc.tag[i] != "head":
+            shown += len(" ".join(doc.subtree_text(i).split()))
+            if shown > REDIRECT_STUB_CHARS:
+                return False
+    return True
 
 
 def _block_of(doc: Document, node: int) -> int:

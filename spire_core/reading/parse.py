@@ -163,6 +163,7 @@ def parse_html(
     with gc_paused():  # millions of live objects: cyclic GC passes only cost time here
         lx_root = _lxml_root(decoded.text, warnings)
         language = primary_subtag(language) or declared_language(lx_root) or detected_language(prose_sample(lx_root))
+        redirect = _refresh_target(decoded.text, lx_root)
         root = _build(lx_root, boilerplate)
         del lx_root
         text_tables(root)
@@ -180,10 +181,29 @@ def parse_html(
             warnings=warnings,
             language=language,
         )
+        doc.redirect = redirect
         del root  # freed now, by reference counting: else the collector's first pass walks the whole build tree
     if require_content and not doc.has_content():
         raise EmptyDocumentError("has no visible text", doc_id=doc_id)
     return doc
+
+
+_REFRESH = re.compile(r"""http-equiv\s*=\s*["']?\s*refresh""", re.I)
+_REFRESH_URL = re.compile(r"""^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(["']?)(.*?)\1\s*$""", re.I | re.S)
+
+
+def _refresh_target(text: str, lx_root: Any) -> str | None:
+    """The URL a ``<meta http-equiv="refresh" content="N; url=...">`` of the page's head sends
+    its reader to, else None (a refresh without a URL reloads the page itself)."""
+    if not _REFRESH.search(text, 0, 65536):
+        return None
+    for meta in lx_root.iter("meta"):
+        if (meta.get("http-equiv") or "").strip().lower() != "refresh":
+            continue
+        found = _REFRESH_URL.match(meta.get("content") or "")
+        if found and found.group(2).strip():
+            return found.group(2).strip()
+    return None
 
 
 def parse_text(

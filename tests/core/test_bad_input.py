@@ -344,3 +344,59 @@ def test_parse_page_options_are_explicit() -> None:
     with pytest.raises(TypeError):
         parse_page("<p>x</p>", segmnt=False)  # type: ignore[call-arg]
     assert "sentence-beg" not in parse_page("plain words. More words.", segment=False).tag
+
+
+# -- redirect stubs (issue 50) ---------------------------------------------------------------
+REDIRECT = (
+    '<html><head><meta http-equiv="refresh" content="0; url=checkpoints.html">'
+    "<title>Checkpoint timeout settings</title></head><body></body></html>"
+)
+REAL_PAGES = {
+    "checkpoints.html": "<title>Checkpoints</title><h1>Checkpoints</h1><p>The checkpoint timeout setting "
+    "ranges between 30 seconds and one day.</p><p>Checkpoints flush dirty pages.</p>",
+    "vacuum.html": "<title>Vacuum</title><h1>Vacuum</h1><p>Vacuum reclaims storage occupied by dead tuples.</p>",
+}
+
+
+def test_a_redirect_stub_has_no_units_and_is_never_a_result(caplog: pytest.LogCaptureFixture) -> None:
+    """A page that only sends its reader elsewhere (a meta refresh, a title, no text) is not content."""
+    import logging
+
+    from spire_core.indexing.units import seeds
+    from spire_core.pipeline import QueryOptions, StoreHit, retrieve
+    from spire_core.results.schema import seed_metadata
+
+    docs = {doc_id: parse_page(html, doc_id=doc_id) for doc_id, html in {**REAL_PAGES, "old.html": REDIRECT}.items()}
+    assert docs["old.html"].redirect == "checkpoints.html"
+    with caplog.at_level(logging.INFO, logger="spire_core.indexing.units"):
+        units = [(doc_id, s) for doc_id, doc in docs.items() for s in seeds(doc, unit="passage")]
+    assert "old.html" in caplog.text and "redirect" in caplog.text
+    assert units and all(doc_id != "old.html" for doc_id, _ in units)
+    assert seeds(docs["old.html"], unit="sentence") == seeds(docs["old.html"], unit="block") == []
+    query = "checkpoint timeout settings"
+
+    def overlap(text: str) -> float:
+        return len(set(query.split()) & set(text.lower().split())) / 10
+
+    ranked = sorted(units, key=lambda u: -overlap(u[1].text))
+    hits = [StoreHit(seed_metadata(doc_id, s), overlap(s.text)) for doc_id, s in ranked]
+    found = retrieve(query, lambda: lambda n: hits[:n], lambda doc_id, _hash: docs[doc_id], QueryOptions(budget=300))
+    assert found.results and found.results[0].doc_id == "checkpoints.html"
+    assert all(r.doc_id != "old.html" for r in found.results)
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        # a refresh without a URL reloads the page itself: content
+        '<meta http-equiv="refresh" content="300"><title>News</title><p>Today the council met.</p>',
+        # a redirect with content of its own (longer than a "Redirecting..." line) is read
+        '<meta http-equiv="refresh" content="5; url=new.html"><title>Old</title><p>'
+        + "This page keeps its own long text while it announces a move to another address. " * 4
+        + "</p>",
+    ],
+)
+def test_a_page_with_a_refresh_and_content_keeps_its_units(page: str) -> None:
+    from spire_core.indexing.units import seeds
+
+    assert seeds(parse_page(page, doc_id="p.html"))
