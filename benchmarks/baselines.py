@@ -1,4 +1,5 @@
-"""Baseline chunkers: fixed-size chunks, LangChain header sections, HtmlRAG's block tree.
+"""Baseline chunkers: fixed-size chunks (ranked densely or fused with BM25), LangChain header
+sections, HtmlRAG's block tree.
 
 All baselines select the same way: units in rank order, each a separate citation, admitted
 while the total (``approx_tokens``, the judge's count) fits the budget; a unit that does not
@@ -15,6 +16,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path as FsPath
@@ -22,6 +24,10 @@ from types import ModuleType
 from typing import Any
 
 import lxml.html
+import numpy as np
+
+from spire_core.query.aggregate import Hit
+from spire_core.query.lexical import DEFAULT_RRF_K, _bm25s, rrf
 
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
 
@@ -130,6 +136,11 @@ class Baseline(System):
 
     cache_dir: FsPath | None = None
 
+    def cut(self) -> str:
+        """The name its units are cached, and shared by the runner, under: baselines that cut
+        pages alike (``fixed-256`` and ``fused-256``) cut them once."""
+        return self.name
+
     def chunks(self, page: Page) -> list[str]:
         """The page's unit texts (each is embedded and cited as is)."""
         raise NotImplementedError
@@ -140,8 +151,8 @@ class Baseline(System):
     def units(self, page: Page) -> list[Unit]:
         if self.cache_dir is None:
             return [Unit(page.id, t, t) for t in self.chunks(page)]
-        tag = f"{self.name}\n{self.params()}\n{_fingerprint()}\n".encode()
-        file = self.cache_dir / self.name / f"{hashlib.sha256(tag + page.raw).hexdigest()}.json"
+        tag = f"{self.cut()}\n{self.params()}\n{_fingerprint()}\n".encode()
+        file = self.cache_dir / self.cut() / f"{hashlib.sha256(tag + page.raw).hexdigest()}.json"
         try:
             texts = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -178,6 +189,80 @@ class FixedChunks(Baseline):
 
     def chunks(self, page: Page) -> list[str]:
         return [c for c in chunk_splitter().split_text(page_text(page)) if c.strip()]
+
+
+class FusedChunks(FixedChunks):
+    """``fused-256``: the ``fixed-256`` chunks ranked by reciprocal rank fusion of BM25 and the vectors.
+
+    What LlamaIndex's ``QueryFusionRetriever`` (``mode="reciprocal_rerank"``) over a
+    ``BM25Retriever`` and a vector retriever, or LangChain's ``EnsembleRetriever``, gives a user:
+    one BM25 index (bm25s: its tokenizer, English stop words, PyStemmer's English stemmer, as
+    ``BM25Retriever`` builds it) over every chunk of the dataset's pages, built at the first
+    question; per question, its scores within the question's corpus pages. The two rankings
+    are fused by :func:`spire_core.query.lexical.rrf` (k=60, equal weights, ranks from 1 as
+    ``EnsembleRetriever`` counts them): the dense ranking holds every chunk of the corpus, the BM25
+    ranking the chunks sharing a term with the question (a chunk scoring 0 has no BM25 rank).
+    Chunks are then admitted in fused rank order as by every baseline (:meth:`Baseline.select`).
+    """
+
+    name = "fused-256"
+
+    def __init__(self) -> None:
+        self.cut_units: dict[str, list[Unit]] = {}
+        #: the pages indexed, their chunks' rows (``(doc, text) -> row``), the BM25 index
+        self.index: tuple[tuple[str, ...], dict[tuple[str, str], int], Any] | None = None
+
+    def cut(self) -> str:
+        return FixedChunks.name
+
+    def units(self, page: Page) -> list[Unit]:
+        if page.id not in self.cut_units:
+            self.cut_units[page.id] = super().units(page)
+        return self.cut_units[page.id]
+
+    def bm25(self, pages: Mapping[str, Page]) -> tuple[dict[tuple[str, str], int], Any]:
+        """The BM25 index of every chunk of ``pages`` (built once) and each chunk's row in it."""
+        if self.index is None or self.index[0] != tuple(pages):
+            start = time.perf_counter()
+            bm25s = _bm25s()
+            rows: dict[tuple[str, str], int] = {}
+            for page in pages.values():
+                for u in self.units(page):
+                    rows.setdefault((u.doc, u.text), len(rows))
+            tokens = bm25s.tokenize(
+                [t for _, t in rows], stopwords="en", stemmer=english_stemmer(), show_progress=False
+            )
+            index = bm25s.BM25()
+            index.index(tokens, show_progress=False)
+            self.index = (tuple(pages), rows, index)
+            print(
+                f"{self.name}: BM25 index of {len(rows)} chunks, {time.perf_counter() - start:.1f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+        return self.index[1], self.index[2]
+
+    def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
+        rows, index = self.bm25(pages)
+        terms = _bm25s().tokenize(
+            question.question, stopwords="en", stemmer=english_stemmer(), return_ids=False, show_progress=False
+        )[0]
+        ids = index.get_tokens_ids(terms)
+        units = ranking.units
+        lexical = np.zeros(len(units))
+        if ids and len(units):
+            every = np.asarray(index.get_scores_from_ids(ids), dtype=np.float64)
+            lexical = every[[rows[(u.doc, u.text)] for u in units]]
+
+        def hit(i: int, score: float) -> Hit:  # a chunk has no path set: its place in the corpus stands for one
+            return Hit(units[i].doc, frozenset({(i,)}), score)
+
+        dense = [hit(int(i), float(ranking.scores[i])) for i in ranking.order]
+        matched = [hit(int(i), float(lexical[i])) for i in np.argsort(-lexical, kind="stable") if lexical[i] > 0]
+        fused = rrf([dense, matched], k=DEFAULT_RRF_K)
+        order = [next(iter(h.paths))[0] for h in fused]
+        scores = np.asarray([h.score for h in fused])  # descending: the stable sort keeps rrf's order
+        return super().select(question, Ranking([units[i] for i in order], scores), budget, pages)
 
 
 class HeaderChunks(Baseline):
@@ -225,6 +310,14 @@ class BlockTree(Baseline):
 
 
 _WS = re.compile(r"\s+")
+
+
+@cache
+def english_stemmer() -> Any:
+    """PyStemmer's English Snowball stemmer (``BM25Retriever``'s default)."""
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
 
 
 @cache

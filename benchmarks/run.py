@@ -47,6 +47,10 @@ from .systems import (
 
 #: judge metrics shown in the table, in order
 COLUMNS = ("total", "helpful", "ratio", "answer_recall", "interpretable", "tokens", "over_budget")
+#: the first k citations a reader sees: ``answer_recall`` of each (the judge's ``at_ranks``), shown as ``first-k``
+FIRST = (1, 3, 5)
+#: the runner's own figure in the table: the citations a question gets, on average
+CITATIONS = "mean citations per question"
 #: judge metrics shown per question class
 CLASS_COLUMNS = ("answer_recall", "interpretable")
 #: page files a dataset folder is searched for (HTML and Markdown, read by ``spire_core.parse_page``)
@@ -161,11 +165,13 @@ def build_units(
 
 
 def units_key(system: System) -> str:
-    """Systems whose units are the same (``spire`` and ``spire-filter``) share them."""
+    """Systems whose units are the same (``spire`` and ``spire-filter``; ``fixed-256`` and ``fused-256``) share them."""
     from .systems import Spire
 
     if isinstance(system, Spire):
         return f"spire:{system.policy!r}:{system.unit}"
+    if isinstance(system, Baseline):
+        return system.cut()
     return system.name
 
 
@@ -226,9 +232,16 @@ def write_predictions(path: Path, predictions: Sequence[Prediction]) -> None:
 
 
 def score(judge: ModuleType, dataset: Dataset, predictions: Sequence[Prediction], budget: int) -> dict[str, Any]:
-    """The judge's metrics for ``predictions`` (as written to disk)."""
+    """The judge's metrics for ``predictions`` (as written to disk), with ``at`` (the figures of the
+    first 1, 3 and 5 citations, :data:`FIRST`) when the judge has ``at_ranks``, and
+    :data:`CITATIONS` (citations listed per question)."""
     lines = [json.loads(p.to_json()) for p in predictions]
-    return dict(judge.score([q.raw for q in dataset.questions], lines, budget))
+    questions = [q.raw for q in dataset.questions]
+    out = dict(judge.score(questions, lines, budget))
+    if hasattr(judge, "at_ranks"):
+        out["at"] = dict(judge.at_ranks(questions, lines, budget, list(FIRST)))
+    out[CITATIONS] = round(sum(len(p.citations) for p in predictions) / len(predictions), 2) if predictions else 0.0
+    return out
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -249,9 +262,18 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def table(scores: Mapping[str, Mapping[str, Any]]) -> str:
-    """A Markdown table: systems as rows, the judge's metrics as columns."""
+    """A Markdown table: systems as rows; the judge's metrics, ``answer_recall`` of the first k
+    citations (``first-k``: blank with a judge that has no ``at_ranks``) and :data:`CITATIONS` as columns."""
+
+    def first(s: Mapping[str, Any], k: int) -> str:
+        return str(s.get("at", {}).get(str(k), {}).get("answer_recall", ""))
+
     return markdown_table(
-        ["system", *COLUMNS], [[name, *(str(s.get(c, "")) for c in COLUMNS)] for name, s in scores.items()]
+        ["system", *COLUMNS, *(f"first-{k}" for k in FIRST), CITATIONS],
+        [
+            [name, *(str(s.get(c, "")) for c in COLUMNS), *(first(s, k) for k in FIRST), str(s.get(CITATIONS, ""))]
+            for name, s in scores.items()
+        ],
     )
 
 

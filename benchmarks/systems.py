@@ -52,6 +52,7 @@ SYSTEMS = (
     "spire-refs",
     "spire-filter",
     "fixed-256",
+    "fused-256",
     "html-header",
     "bge-block",
 )
@@ -205,6 +206,8 @@ def make_system(name: str, *, llm: Callable[[str], str] | None = None) -> System
         return SpireFilter(llm)
     if name == "fixed-256":
         return baselines.FixedChunks()
+    if name == "fused-256":  # the same chunks, BM25 and vector rankings fused (reciprocal rank fusion)
+        return baselines.FusedChunks()
     if name == "html-header":
         return baselines.HeaderChunks()
     if name == "bge-block":

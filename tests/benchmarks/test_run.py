@@ -6,6 +6,8 @@ import hashlib
 import json
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -318,7 +320,7 @@ def test_markdown_pages_are_read_and_cited(markdown_dataset: Path, tmp_path: Pat
         gold = [c for c in preds["q0"]["citations"] if c["doc"] == "pages/a.md" and "07:05" in c["text"]]
         assert gold, name
         assert any(c["doc"] == "pages/b.markdown" and "1891" in c["text"] for c in preds["q1"]["citations"]), name
-        if name in ("fixed-256", "html-header", "bge-block"):
+        if name in ("fixed-256", "fused-256", "html-header", "bge-block"):
             # the baselines cut the page's rendered HTML, not its Markdown source (SPIRE renders its
             # own citations as Markdown, so a table row there reads "| Green | 07:05 |"; html-header
             # shows its h1-h3 as "#" lines whatever the page)
@@ -344,3 +346,79 @@ def test_a_dataset_without_pages_warns(tmp_path: Path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "warning" in err and "searches no page" in err and ".md" in err
     assert [p["citations"] for p in _lines(out)] == [[]]
+
+
+def _table_rows(out: str) -> dict[str, dict[str, str]]:
+    """The systems table printed by the runner: system -> column -> cell."""
+    lines = [line for line in out.split("\n\n")[0].splitlines() if line.startswith("| ")]
+    header, *rows = ([cell.strip() for cell in line.strip("|").split("|")] for line in lines)
+    return {row[0]: dict(zip(header, row, strict=True)) for row in rows}
+
+
+#: one chunk per page: ``rare.html`` names the question's rare word ("zeppelin"); ``common.html``
+#: shares more of the question's words, all of them stop words (bm25s's English list: no BM25 term);
+#: ``ferry.html`` shares one term ("field")
+RARE_PAGES = {
+    "common.html": "<p>It is not on it, or it is, but it is not that it is on the end of it.</p>",
+    "rare.html": "<p>The zeppelin field lies north of the town.</p>",
+    "ferry.html": "<p>Harbour ferries leave from the field by the pier.</p>",
+}
+RARE_QUESTION = {
+    "id": "z0",
+    "question": "Is it on the zeppelin field or not?",
+    "answers": ["north"],
+    "gold_doc": "pages/rare.html",
+    "evidence": None,
+    "context": [],
+    "corpus": None,
+    "tags": ["prose"],
+}
+
+
+def test_fused_chunks_put_the_rare_word_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    bench = tmp_path / "bench"
+    (bench / "rare" / "pages").mkdir(parents=True)
+    for name, body in RARE_PAGES.items():
+        (bench / "rare" / "pages" / name).write_text(f"<html><body>{body}</body></html>", encoding="utf-8")
+    (bench / "rare" / "dev.jsonl").write_text(json.dumps(RARE_QUESTION) + "\n", encoding="utf-8")
+    (bench / "score.py").write_text(MINI_JUDGE, encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["--dataset", str(bench / "rare" / "dev.jsonl"), "--system", "fixed-256", "--system", "fused-256"]
+    assert _main([*args, "--out", str(out)], tmp_path) == 0
+    docs = {
+        name: [c["doc"] for c in _lines(out / f"{name}.jsonl")[0]["citations"]] for name in ("fixed-256", "fused-256")
+    }
+    # the dense ranking alone puts the stop-word chunk first (it shares most words with the question) ...
+    assert docs["fixed-256"] == ["pages/common.html", "pages/rare.html", "pages/ferry.html"]
+    # ... BM25 ranks the rare word's chunk first and "field"'s second, and holds no rank for the
+    # stop-word chunk: fused (1/(60+r) summed), rare 1/62 + 1/61 > ferry 1/63 + 1/62 > common 1/61,
+    # and the citations follow that order
+    assert docs["fused-256"] == ["pages/rare.html", "pages/ferry.html", "pages/common.html"]
+    rows = _table_rows(capsys.readouterr().out)
+    assert rows["fused-256"]["mean citations per question"] == "3.0"
+    # the judge here has no at_ranks: the first-k columns are blank
+    assert rows["fused-256"]["first-1"] == "" and rows["fused-256"]["answer_recall"] == "1.0"
+
+
+def test_first_k_columns_match_the_judge(dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    if not BENCH_JUDGE.is_file():
+        pytest.skip("needs ../shared/bench/score.py (its --at)")
+    out = tmp_path / "out"
+    args = ["--dataset", str(dataset), "--system", "spire", "--system", "fixed-256", "--system", "fused-256"]
+    assert _main([*args, "--out", str(out), "--budget", "120"], tmp_path) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    summary = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    for name in ("spire", "fixed-256", "fused-256"):
+        command = [sys.executable, str(BENCH_JUDGE), "--dataset", str(dataset), "--budget", "120", "--at", "1,3,5"]
+        judged = subprocess.run(
+            [*command, "--predictions", str(out / f"{name}.jsonl"), "--json"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        at = json.loads(judged.stdout)["at"]
+        assert summary["scores"][name]["at"] == at, name
+        for k in ("1", "3", "5"):
+            assert rows[name][f"first-{k}"] == str(at[k]["answer_recall"]), (name, k)
+        cited = sum(len(p["citations"]) for p in _lines(out / f"{name}.jsonl")) / 3
+        assert float(rows[name]["mean citations per question"]) == pytest.approx(cited, abs=0.01), name
