@@ -95,6 +95,8 @@ def ends_sentence(text: str) -> bool:
 
 
 _EMPTY: Mapping[str, str] = {}
+#: The nodes :meth:`Document.subtree_text` reads: text nodes, and ``<br>`` as a space.
+_TEXTUAL = frozenset([None, "br"])
 
 
 @dataclass(frozen=True)
@@ -308,8 +310,12 @@ class Document:
             index = self.parent[index]
 
     def subtree_text(self, index: int) -> str:
-        """The raw text of the subtree at ``index`` (text nodes concatenated)."""
-        return "".join(self.text[j] for j in range(index, self.end[index]) if self.tag[j] is None)
+        """The raw text of the subtree at ``index`` (text nodes concatenated; a ``<br>`` is a space,
+        as in sentences and renderings: the words on both sides of it are never glued)."""
+        tags, texts = self.tag, self.text
+        return "".join(
+            texts[j] if tags[j] is None else " " for j in range(index, self.end[index]) if tags[j] in _TEXTUAL
+        )
 
     # -- document-wide facts -----------------------------------------------------------
     @cached_property

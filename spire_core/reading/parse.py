@@ -164,8 +164,13 @@ def parse_html(
         lx_root = _lxml_root(decoded.text, warnings)
         language = primary_subtag(language) or declared_language(lx_root) or detected_language(prose_sample(lx_root))
         redirect = _refresh_target(decoded.text, lx_root)
+        if _MATH.search(decoded.text):
+            _math_sources(lx_root)
         root = _build(lx_root, boilerplate)
         del lx_root
+        markup = _INLINE_MARKUP.search(decoded.text)
+        if markup:
+            inline_text(root, soft_hyphens=_SOFT_HYPHEN.search(decoded.text, markup.start()) is not None)
         text_tables(root)
         if segment:
             split = partial(sentence_spans, language=punkt_language(language))
@@ -798,3 +803,218 @@ class _DeepBuilder(HTMLParser):
 
     def handle_comment(self, data: str) -> None:
         return
+
+
+# -- inline text: what a page's markup becomes (docs/concepts.md, "Inline text") -------------
+#: Markup whose text the tree rewrites so that it reads as the page shows it (:func:`inline_text`).
+_INLINE_MARKUP = re.compile(r"<(?:sup|sub|img|msup|msub|msubsup|mfrac|msqrt)\b|\xad|&shy;|&#173;|&#xad;", re.I)
+_MATH = re.compile(r"<math\b", re.I)
+_SOFT_HYPHEN = re.compile(r"\xad|&shy;|&#173;|&#xad;", re.I)
+#: Superscripts a reader reads as part of their word, written as they are: ordinal suffixes after a
+#: digit (19th, 1er, 2e, 3º), abbreviations after a letter (Mme, Mlle, Nº) and trademarks (™ as TM).
+ORDINAL_SUFFIXES = frozenset(
+    ["st", "nd", "rd", "th", "e", "er", "re", "ère", "ème", "eme", "è", "o", "a", "os", "as", "º", "ª"]
+)
+ABBREVIATION_SUFFIXES = frozenset(["me", "mme", "mlle", "lle", "r", "dr", "nr", "o", "os"])
+MARKS = frozenset(["tm", "sm"])
+#: A script of one token (a number, a name, with a sign): ``2^64``, ``x_i``, ``2^-1``; any other
+#: is parenthesised: ``x^(n+1)``.
+_ONE_TOKEN = re.compile(r"[+\-\u2212]?[\w.]+|\(.*\)")
+_ALNUM = re.compile(r"\w")
+_TEX = "application/x-tex"
+
+
+def inline_text(root: Element, *, soft_hyphens: bool = True) -> None:
+    """Rewrite, in place, the inline markup whose text would read wrong flattened: a superscript is
+    ``^`` and its text (``2^64``, ``O(n^2)``, ``x^(n+1)``), a subscript ``_`` and its text
+    (``x_i``, ``log_2``; digits after a capital or a bracket are a formula's: ``H2O``), except where a
+    reader reads them as part of the word (``19th``, ``Mme``, signs as ``Windows®``, a footnote mark
+    ``[1]``); an image in running text (or alone in a table cell) holds its ``alt`` text; MathML
+    scripts, fractions and roots read as ``^``, ``_``, ``/`` and ``√(...)``; with ``soft_hyphens``,
+    soft hyphens (U+00AD) are removed. Iterative, one pass over the elements; every element stays,
+    so paths are those of the page's markup (a rewritten element holds one text node more at most).
+    """
+    if soft_hyphens:
+        _drop_soft_hyphens(root)
+    # open elements: (the element, its remaining children, the last character of text before it)
+    stack: list[tuple[Element, Any, str]] = [(root, iter(root.children), "")]
+    last = ""  # the last character of text seen, in document order ("" after a block's edge)
+    run: list[Element] = []  # the images with alt text of the current run of inline content
+    has_text = False  # whether that run holds text
+    cells: list[bool] = [False]  # per open block element: whether it is a table cell
+
+    def flush(cell: bool) -> None:
+        nonlocal has_text
+        if has_text or cell:
+            for img in run:
+                img.children = [" ".join(img.attrs["alt"].replace("\xad", "").split())]
+        run.clear()
+        has_text = False
+
+    while stack:
+        e, kids, before = stack[-1]
+        for k in kids:
+            if isinstance(k, str):
+                last = k[-1]
+                has_text = has_text or not k.isspace()
+                continue
+            tag = k.tag
+            block = tag not in INLINE_TAGS
+            if block:
+                flush(cells[-1])
+                cells.append(tag == "td" or tag == "th")
+                last = ""
+            elif tag == "img" and not k.children and (k.attrs.get("alt") or "").replace("\xad", "").strip():
+                run.append(k)
+            if k.children:
+                stack.append((k, iter(k.children), last))
+                break
+            if block:
+                flush(cells.pop())
+        else:
+            stack.pop()
+            if not stack:
+                break
+            tag = e.tag
+            if tag not in INLINE_TAGS:
+                flush(cells.pop())
+                last = ""
+                continue
+            if tag == "sup" or tag == "sub":
+                _script(e, before)
+            elif tag in _MATHML_LAYOUT:
+                _MATHML_LAYOUT[tag](e)
+            else:
+                continue
+            end = e.children[-1] if e.children else None
+            if isinstance(end, str) and end:
+                last = end[-1]
+    flush(cells[-1])
+
+
+def _drop_soft_hyphens(root: Element) -> None:
+    """Remove every soft hyphen (U+00AD) from the text under ``root``, merging the strings that
+    then meet (a text that was one soft hyphen between two others)."""
+    todo = [root]
+    while todo:
+        e = todo.pop()
+        kids = e.children
+        if any(isinstance(k, str) and "\xad" in k for k in kids):
+            out: list[Element | str] = []
+            for k in kids:
+                if isinstance(k, str):
+                    k = k.replace("\xad", "")
+                    if not k:
+                        continue
+                    if out and isinstance(out[-1], str):
+                        out[-1] += k
+                        continue
+                out.append(k)
+            e.children = kids = out
+        todo.extend(k for k in kids if isinstance(k, Element) and k.children)
+
+
+def _text_of(e: Element) -> str:
+    """The text of ``e``'s subtree (small: a script, a MathML layout element)."""
+    out: list[str] = []
+    todo: list[Element | str] = [e]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, str):
+            out.append(node)
+        else:
+            todo.extend(reversed(node.children))
+    return "".join(out)
+
+
+def _script(e: Element, before: str) -> None:
+    """Mark the superscript or subscript ``e`` (its text follows ``before``, the character before it)."""
+    text = _text_of(e).strip()
+    if not text or not _ALNUM.search(text) or text.startswith("["):
+        return  # signs (®, *, †, °, +) and footnote marks ("[1]"): read as written
+    if e.tag == "sup":
+        word = text.casefold()
+        if (
+            (word in ORDINAL_SUFFIXES and before.isdigit())
+            or (word in ABBREVIATION_SUFFIXES and before.isalpha())
+            or word in MARKS
+        ):
+            return  # 19th, 1er, Mme, Windows TM: part of the word
+        mark = "^"
+    else:
+        if text.isdigit() and (before.isupper() or before in ")]"):
+            return  # a formula's count: H2O, CO2, Ca(OH)2
+        mark = "_"
+    if _ONE_TOKEN.fullmatch(text):
+        _wrap(e, mark, "")
+    else:
+        _wrap(e, mark + "(", ")")
+
+
+def _wrap(e: Element, opening: str, closing: str) -> None:
+    """Put ``opening`` before the text of ``e`` (after its leading spaces) and ``closing`` after it."""
+    kids = e.children
+    first = kids[0] if kids else None
+    if isinstance(first, str):
+        lead = len(first) - len(first.lstrip())
+        kids[0] = first[:lead] + opening + first[lead:]
+    else:
+        kids.insert(0, opening)
+    if closing:
+        last = kids[-1]
+        if isinstance(last, str):
+            kids[-1] = last + closing
+        else:
+            kids.append(closing)
+
+
+def _between(e: Element, marks: tuple[str, ...]) -> None:
+    """Put ``marks[k]`` after the ``k``-th element child of the MathML element ``e``."""
+    out: list[Element | str] = []
+    n = 0
+    for k in e.children:
+        out.append(k)
+        if isinstance(k, Element) and n < len(marks):
+            if marks[n]:
+                out.append(marks[n])
+            n += 1
+    e.children = out
+
+
+def _msup(e: Element) -> None:
+    _between(e, ("^",))
+
+
+def _msub(e: Element) -> None:
+    _between(e, ("_",))
+
+
+def _msubsup(e: Element) -> None:
+    _between(e, ("_", "^"))
+
+
+def _mfrac(e: Element) -> None:
+    _between(e, ("/",))
+
+
+def _msqrt(e: Element) -> None:
+    e.children = ["\u221a(", *e.children, ")"]
+
+
+_MATHML_LAYOUT = {"msup": _msup, "msub": _msub, "msubsup": _msubsup, "mfrac": _mfrac, "msqrt": _msqrt}
+
+
+def _math_sources(lx_root: Any) -> None:
+    """Each ``<math>`` with a TeX source (its ``alttext``, else an ``<annotation
+    encoding="application/x-tex">``) holds that source as its one text, in the lxml tree."""
+    for math in lx_root.iter("math", "{http://www.w3.org/1998/Math/MathML}math"):
+        tex = " ".join((math.get("alttext") or "").split())
+        if not tex:
+            for a in math.iter("annotation", "{http://www.w3.org/1998/Math/MathML}annotation"):
+                if (a.get("encoding") or "").strip().lower() == _TEX and (a.text or "").strip():
+                    tex = " ".join((a.text or "").split())
+                    break
+        if tex:
+            for child in list(math):
+                math.remove(child)  # (with its tail: the text inside the math after it)
+            math.text = tex
