@@ -1,7 +1,9 @@
 """Size functions: how many tokens a rendering costs.
 
-``approx_tokens`` needs nothing: it counts words and punctuation marks (``\\w+|[^\\w\\s]``),
-which tracks sub-word tokenizers within a small factor on English prose and is exactly how
+``approx_tokens`` needs nothing: it counts words and punctuation marks, and each character of the
+scripts written without spaces between words (Han, kana, Hangul: :data:`CJK`) as a word of its own
+(``[CJK]|[^\\W CJK]+|[^\\w\\s]``), which tracks sub-word tokenizers within a small factor on
+English prose, charges a 40-character Chinese sentence 40 tokens, not one, and is exactly how
 the benchmark judge charges a budget. ``model_tokens`` counts with the packaged embedding
 model's own tokenizer when it is installed. Any ``Callable[[str], int]`` works as a size.
 """
@@ -15,6 +17,10 @@ from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 SizeFn = Callable[[str], int]
+#: The characters of scripts written without spaces between words, each one token (the judge's
+#: ranges): hiragana and katakana, CJK ideographs (with extension A and the compatibility ones), Hangul syllables.
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK = re.compile(f"[{CJK}]")
 _WORD = re.compile(r"\w")
 _SPACE = re.compile(r"\s")
 _K = TypeVar("_K")
@@ -43,14 +49,15 @@ _CLASSES_KEPT = _Learnt.kept
 
 
 class _CharClasses(_Learnt[int, str]):
-    """Code point -> ``"a"`` (a word character), ``" "`` (space) or ``"."`` (a mark), as ``re`` classes them.
+    """Code point -> ``"a"`` (a word character), ``" "`` (space) or ``"."`` (a token by itself: a
+    mark, as ``re`` classes them, or a :data:`CJK` character, which counts and ends a word as a mark does).
 
     Filled as characters are met: a page's text is translated through it, then counted.
     """
 
     def learn(self, code: int) -> str:
         ch = chr(code)
-        return "a" if _WORD.match(ch) else " " if _SPACE.match(ch) else "."
+        return "." if _CJK.match(ch) else "a" if _WORD.match(ch) else " " if _SPACE.match(ch) else "."
 
 
 _CLASSES = _CharClasses()
@@ -76,12 +83,17 @@ codecs.register_error("spire-token-classes", _classes)
 
 
 def approx_tokens(text: str) -> int:
-    r"""Words plus punctuation marks: a network-free token estimate.
+    r"""Words plus punctuation marks, and one per Han, kana or Hangul character: a network-free token estimate.
 
-    The count of ``re.findall(r"\w+|[^\w\s]", text)``, taken without building the
-    list: each mark is one token, and each run of word characters one more (one per word
-    character that follows a non-word one). The text is classed as bytes (ASCII at C speed,
-    other characters through :class:`_CharClasses` in the encoder's error handler): fifteen
+    The count of ``re.findall(rf"[{CJK}]|[^\W{CJK}]+|[^\w\s]", text)`` (the benchmark judge's),
+    taken without building the list: each mark and each :data:`CJK` character is one token, and
+    each run of other word characters one more (one per word character that follows a space, a
+    mark or a CJK character). Joining texts never costs more than the texts apart (only two word
+    runs can join; a CJK character counts one wherever it stands), which
+    :func:`spire_core.query.aggregate._least_added` relies on.
+
+    The text is classed as bytes (ASCII at C speed, other characters through
+    :class:`_CharClasses` in the encoder's error handler, a CJK character as a mark): fifteen
     times faster than the regular expression on ASCII text, seven times on prose with a few
     accents (where translating the text as a string was no faster than the expression), and
     budgets are costed hundreds of times per query.

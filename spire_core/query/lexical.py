@@ -21,6 +21,16 @@ own language (:attr:`Document.language <spire_core.document.tree.Document.langua
 else detected; the index's language when it has none), and a question in each language of the
 indexed pages. Nothing in it is specific to English but the default.
 
+**Han, kana, Hangul** (:data:`spire_core.size.CJK`), chosen by script, not by language, in
+pages and questions alike: Japanese and Chinese write no spaces between words, so ``\\w+``
+would make a clause one term that no question holds. A run of those characters gives its
+overlapping character bigrams instead, as Lucene's CJKAnalyzer does ("系统升级" -> "系统",
+"统升", "升级"; a lone character is itself), with no dictionary and no word list; spaces between
+two Han or kana characters (a line break in a page's source) are bridged, spaces between Hangul
+words (Korean spaces its words) are not. A Chinese question matches a Chinese sentence by the
+bigrams they share, and the words of other scripts beside them ("stable Debian 系统升级") are
+words as above, stop words dropped and stemmed.
+
 **Unseen terms** (:meth:`LexicalIndex.parts`): a question's term that no indexed sentence holds
 is matched, at half weight (:data:`PART_WEIGHT`), through the indexed terms that contain it or
 that it contains, of at least :data:`MIN_PART_CHARS` characters. Compounding languages write
@@ -46,6 +56,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import re
 import threading
 import time
 import unicodedata
@@ -65,6 +76,7 @@ from spire_core.indexing.units import seeds
 from spire_core.options import Fmt
 from spire_core.query.aggregate import Hit, Search
 from spire_core.reading.language import stop_words
+from spire_core.size import CJK
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -100,7 +112,8 @@ DEFAULT_B = 0.75
 #: One indexed unit: its page, its path set (a sentence's) and its text.
 LexicalUnit = tuple[str, frozenset[Path], str]
 
-_FORMAT = 1
+#: The saved index's format: 2 since runs of Han, kana and Hangul are indexed as character bigrams.
+_FORMAT = 2
 #: The files :meth:`LexicalIndex.save` writes in a folder.
 INDEX_FILE, TERMS_FILE, LENGTHS_FILE = "lexical.json.gz", "lexical-terms.npy", "lexical-lengths.npy"
 
@@ -115,24 +128,56 @@ def languages() -> tuple[str, ...]:
 def tokenizer(
     language: str = DEFAULT_LANGUAGE, *, stem: bool = True, stopwords: bool = True
 ) -> Callable[[str], list[str]]:
-    """``text -> terms``: NFKC, case-folded ``\\w+`` words less ``language``'s stop words, Snowball-stemmed.
+    """``text -> terms``: NFKC, case-folded ``\\w+`` words less ``language``'s stop words, Snowball-stemmed;
+    runs of Han, kana and Hangul as their character bigrams (:func:`cjk_bigrams`; module docstring).
 
     ``stem=False`` keeps the words as they are; ``stopwords=False`` keeps every word.
     Raises ``KeyError`` for a language PyStemmer has no stemmer for (when stemming).
     """
-    import re
-
     import Stemmer
 
-    word = re.compile(r"\w+")
     stop = stop_words(language) if stopwords else frozenset()
     stemmer = Stemmer.Stemmer(language.lower()) if stem else None
 
     def tokenize(text: str) -> list[str]:
-        words = [w for w in word.findall(unicodedata.normalize("NFKC", text).casefold()) if w not in stop]
-        return stemmer.stemWords(words) if stemmer is not None else words
+        text = unicodedata.normalize("NFKC", text).casefold()
+        if text.isascii() or _CJK_CHAR.search(text) is None:
+            words = [w for w in _WORD.findall(text) if w not in stop]
+            return stemmer.stemWords(words) if stemmer is not None else words
+        terms: list[str] = []
+        words = []  # the other words, stemmed together
+        at: list[int] = []  # where each goes in ``terms``
+        for run in _CJK_OR_WORD.findall(_CJK_GAP.sub("", text)):
+            if _CJK_CHAR.match(run):
+                terms.extend(cjk_bigrams(run))
+            elif run not in stop:
+                at.append(len(terms))
+                words.append(run)
+                terms.append(run)
+        if stemmer is not None:
+            for i, stemmed in zip(at, stemmer.stemWords(words), strict=True):
+                terms[i] = stemmed
+        return terms
 
     return tokenize
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """The overlapping character bigrams of a run of Han, kana or Hangul characters (``"系统升级"``
+    -> ``["系统", "统升", "升级"]``); a run of one character is itself."""
+    if len(run) < 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+_WORD = re.compile(r"\w+")
+_CJK_CHAR = re.compile(f"[{CJK}]")
+#: a run of Han, kana and Hangul word characters (not ``・``), or a run of other word characters
+_CJK_OR_WORD = re.compile(rf"(?:(?=\w)[{CJK}])+|[^\W{CJK}]+")
+#: Han and kana: :data:`~spire_core.size.CJK` less Hangul, whose words are written apart
+_HAN_KANA = CJK.replace("\uac00-\ud7af", "")
+#: spaces between two Han or kana characters (a line break in the page's source), bridged
+_CJK_GAP = re.compile(rf"(?<=[{_HAN_KANA}])\s+(?=[{_HAN_KANA}])")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,11 @@ primary subtag in lower case (``"de"`` for ``de-CH``), None when neither says.
 
 Sentence segmentation uses Punkt's parameters for that language where they ship
 (:data:`PUNKT_LANGUAGES`, NLTK's ``punkt_tab`` copied into ``reading/data/punkt_tab``), and
-English's otherwise. The words of a page's language that the lexical index and the table
+English's otherwise. Japanese, Chinese and Korean have no Punkt parameters: their full-width
+sentence ends (``。！？｡``) are cut by script, on any page
+(:data:`spire_core.reading.punkt.FULL_STOPS`), and the ``.``, ``!`` and ``?`` they also use
+before a space by English's parameters, whose abbreviations are those of the Latin words such
+pages hold. The words of a page's language that the lexical index and the table
 views match on come from the same place: :func:`stop_words` (bm25s's lists, NLTK's stop-word
 corpus for most languages) and :func:`stem_words` (PyStemmer's Snowball stemmers). A language
 without a list (or a stemmer) keeps every word (or every word whole).

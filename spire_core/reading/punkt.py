@@ -3,6 +3,13 @@
 NLTK's Punkt parameters for English, German, French, Spanish, Italian, Portuguese and Dutch
 ship inside the package (``spire_core/reading/data/punkt_tab``), so nothing is downloaded at
 run time; a page's declared language chooses them (:mod:`spire_core.reading.language`).
+
+Scripts written without spaces between words (Japanese, Chinese; Korean spaces its words but may
+use the same marks) end sentences with full-width marks that Punkt does not know: a text is first
+cut after each ``。``, ``！``, ``？`` or half-width ``｡`` (:data:`FULL_STOPS`, with the closing
+quotes and brackets after it), whatever the page's language, since no other script writes them;
+each piece is then segmented by Punkt, which breaks at ``.``, ``!`` and ``?`` before a space or a
+closing quote, as those scripts also use them (:func:`sentence_spans`).
 """
 
 from __future__ import annotations
@@ -102,9 +109,51 @@ MAX_PUNKT_CHARS = 20_000
 _PIECE_END = re.compile(r"[.?!][\"')\]]*\s")
 _SPACE = re.compile(r"\s")
 
+#: The full-width sentence ends of Japanese and Chinese (ideographic full stop, full-width
+#: exclamation and question marks, the half-width ideographic full stop): a sentence ends after
+#: each, with the marks and closing quotes or brackets that follow it (``？！``, ``。」``, ``！）``),
+#: no space needed (:func:`sentence_spans`).
+FULL_STOPS = "\u3002\uff01\uff1f\uff61"
+#: Quotes that close after a sentence's end mark (a quoted sentence may go on in the one quoting it) ...
+_QUOTES = "\u300d\u300f\u201d\u2019\"'"
+#: ... and brackets (what follows one is another sentence).
+_BRACKETS = "\uff09\u3015\u3011\u3009\u300b\u3017\u3019\u301b)\\]"
+_FULL_END = re.compile(f"[{FULL_STOPS}][{FULL_STOPS}!?]*[{_QUOTES}{_BRACKETS}]*")
+_FULL_STOP = re.compile(f"[{FULL_STOPS}]")
+
 
 def sentence_spans(text: str, language: str = "english") -> list[tuple[int, int]]:
     """Character spans of the sentences of ``text``; together they cover every non-space character.
+
+    The text is cut after each full-width sentence end (:data:`FULL_STOPS`; :func:`full_stop_cuts`)
+    and each piece segmented by Punkt with ``language``'s parameters (:func:`punkt_spans`).
+    """
+    if text.isascii() or _FULL_STOP.search(text) is None:
+        return punkt_spans(text, language)
+    out: list[tuple[int, int]] = []
+    start = 0
+    for cut in [*full_stop_cuts(text), len(text)]:
+        out.extend((start + b, start + e) for b, e in punkt_spans(text[start:cut], language))
+        start = cut
+    return out
+
+
+def full_stop_cuts(text: str) -> list[int]:
+    """Where the sentences of ``text`` end at a full-width mark (:data:`FULL_STOPS`): after the mark,
+    the marks after it and the closing quotes or brackets after those, unless a quote closes
+    last there and a word follows it (``「そうです。」と言った。`` is one sentence: the quoted one
+    is part of it); never at the very end of the text."""
+    cuts: list[int] = []
+    for m in _FULL_END.finditer(text):
+        end = m.end()
+        if end >= len(text) or (text[end - 1] in _QUOTES and (text[end].isalnum() or text[end] == "_")):
+            continue
+        cuts.append(end)
+    return cuts
+
+
+def punkt_spans(text: str, language: str = "english") -> list[tuple[int, int]]:
+    """Character spans of the sentences Punkt finds in ``text``, covering every non-space character.
 
     A text over :data:`MAX_PUNKT_CHARS` is segmented piece by piece (a piece cut inside a word,
     where a window holds no space, joins its first sentence to the last one before it).

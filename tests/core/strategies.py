@@ -259,3 +259,38 @@ def sentence_with(doc: Document, text: str) -> Sentence:
 def tags(doc: Document, paths: Iterable[Path]) -> set[str | None]:
     """The tags of the nodes at ``paths`` (``None`` for text nodes)."""
     return {doc.get(p).tag for p in paths}
+
+
+# -- pages written in Japanese, Chinese and Korean --------------------------------------
+#: Letters -> Han, kana and Hangul characters (:func:`cjk_pages` writes the drawn pages' text in them).
+_CJK_LETTERS = str.maketrans(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "日本語のテキスト中文句子한국어문장ひらがなカタ設定ファイル系統升級データベース検索結果표시입력출력画面欄",
+)
+#: Latin sentence ends -> the full-width ones.
+_FULL_WIDTH_ENDS = str.maketrans(".!?", "\u3002\uff01\uff1f")
+
+
+@st.composite
+def cjk_pages(draw: st.DrawFn) -> str:
+    """A page of :func:`html_pages` whose text (not its markup) is written in Han, kana and Hangul:
+    its letters replaced, its spaces dropped or kept, its ``.!?`` full-width or not, some
+    sentences kept in Latin letters, so pages mix scripts as Japanese and Chinese manuals do."""
+    import re
+
+    page = draw(html_pages())
+    spaces = draw(st.sampled_from(["keep", "drop", "some"]))
+    ends = draw(st.sampled_from(["full", "latin", "some"]))
+
+    def write(m: re.Match[str]) -> str:
+        text = m.group(1)
+        if draw(st.integers(0, 4)) == 0:  # a sentence of Latin words among them
+            return f">{text}<"
+        text = text.translate(_CJK_LETTERS)
+        if spaces == "drop" or (spaces == "some" and draw(st.booleans())):
+            text = re.sub(r"(?<=\S) (?=\S)", "", text)
+        if ends == "full" or (ends == "some" and draw(st.booleans())):
+            text = text.translate(_FULL_WIDTH_ENDS)
+        return f">{text}<"
+
+    return re.sub(r">([^<>]+)<", write, page)

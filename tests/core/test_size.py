@@ -11,8 +11,17 @@ from hypothesis import strategies as st
 from spire_core import approx_tokens, model_tokens
 from spire_core.size import WordPieceCount, default_size
 
+# the judge's count (bench/score.py count_tokens), copied: one token per Han, kana or Hangul
+# character, one per run of other word characters, one per punctuation mark
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+JUDGE = re.compile(rf"[{CJK}]|[^\W{CJK}]+|[^\w\s]")
 
-# expected counts are the judge's (bench/score.py count_tokens: words and punctuation marks)
+
+def judge_tokens(text: str) -> int:
+    return len(JUDGE.findall(text))
+
+
+# expected counts are the judge's (bench/score.py count_tokens: words, punctuation marks, CJK characters)
 @pytest.mark.parametrize(
     ("text", "tokens"),
     [
@@ -28,7 +37,13 @@ from spire_core.size import WordPieceCount, default_size
         ("| Year | Team |\n|---|---|", 14),
         ("<E1>Text.</E1>", 9),
         ("a  -  b", 3),
-        ("東京 is 日本", 3),
+        ("東京 is 日本", 5),
+        ("不建议在新版本发布后在 stable Debian 系统上使用 aptitude 命令来进行跨版本的系统升级。", 33),
+        ("これはペンです。", 8),
+        ("カタカナ・ひらがなー", 10),
+        ("한국어 문장입니다.", 9),
+        ("abc東def", 3),
+        ("版本3.14，UTF-8编码", 11),
     ],
 )
 def test_approx_tokens_counts_like_the_judge(text: str, tokens: int) -> None:
@@ -36,9 +51,9 @@ def test_approx_tokens_counts_like_the_judge(text: str, tokens: int) -> None:
 
 
 @settings(max_examples=500)
-@given(st.text() | st.text(alphabet=" \n\t\u00a0_-.,|#*abcé東1"))
+@given(st.text() | st.text(alphabet=" \n\t\u00a0_-.,|#*abcé東1ーあア・한。\u3099\u4dc0\uf900\ud7b0"))
 def test_approx_tokens_counts_what_the_judges_regex_finds(text: str) -> None:
-    assert approx_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))
+    assert approx_tokens(text) == judge_tokens(text)
 
 
 @pytest.mark.parametrize(
@@ -51,20 +66,36 @@ def test_approx_tokens_counts_what_the_judges_regex_finds(text: str) -> None:
     ],
 )
 def test_approx_tokens_classes_non_ascii_text_as_the_regex_does(text: str) -> None:
-    assert approx_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))
+    assert approx_tokens(text) == judge_tokens(text)
 
 
 def test_approx_tokens_remembers_a_bounded_number_of_characters() -> None:
     from spire_core import size
 
     every = "".join(map(chr, range(0x100, 0x100 + 2 * size._CLASSES_KEPT)))  # a hostile page's alphabet
-    assert approx_tokens(every) == len(re.findall(r"\w+|[^\w\s]", every))
+    assert approx_tokens(every) == judge_tokens(every)
     assert len(size._CLASSES) <= size._CLASSES_KEPT
 
 
 def test_approx_tokens_is_additive_over_whitespace() -> None:
     a, b = "First part, with punctuation.", "Second (part)"
     assert approx_tokens(a + " " + b) == approx_tokens(a) + approx_tokens(b)
+
+
+def test_approx_tokens_counts_english_as_words_and_marks() -> None:
+    """Text without Han, kana or Hangul is counted as before: words and marks."""
+    for text in ["The valid range is between 30 seconds and one day.", "Grüße, Zoë — naïve™ x²", "a_b: c-d"]:
+        assert approx_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))
+
+
+@settings(max_examples=300)
+@given(st.lists(st.text(alphabet="ab東한 .,\n"), max_size=5))
+def test_approx_tokens_of_joined_texts_is_at_most_their_sum(texts: list[str]) -> None:
+    """What aggregation's lower bound (``_least_added``) relies on: joining texts never costs
+    more than the texts apart, and putting characters between them never costs less."""
+    joined = "".join(texts)
+    assert approx_tokens(joined) <= sum(approx_tokens(t) for t in texts)
+    assert approx_tokens(joined) <= approx_tokens(" x ".join(texts))
 
 
 def test_model_tokens_works_offline() -> None:
