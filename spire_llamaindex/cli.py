@@ -4,11 +4,12 @@
     spire index PAGES_DIR --db postgresql://... [--ray local|ADDRESS --workers N]   (docs/scale.md)
     spire query --store DIR "question" [--budget N] [--resolve-refs] [--llm-base-url URL --llm-model NAME] [--json]
     spire query --db postgresql://... "question"
-    spire show --store DIR 'DOC_ID#PATHS' --out FILE.html
+    spire show --store DIR 'DOC_ID#PATHS' ... --out FILE.html   (citations of several pages: FILE-PAGE.html each)
     spire serve --store DIR [--host 127.0.0.1 --port 8765] [--resolve-refs]   (GET /query?q=..., /health: JSON)
 
 Everything runs offline with the packaged embedding model. Exit codes: 0 success, 1 some
-pages could not be indexed (the others were), 2 usage or input error (one line on stderr).
+pages could not be indexed (the others were), 2 usage or input error (one line on stderr),
+130 interrupted (Ctrl-C: one line; ``spire index`` resumes after its last saved batch).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import re
 import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,15 @@ if TYPE_CHECKING:
 
 
 PROG = "spire"
+#: the distribution the command comes with (pyproject.toml's project name), for ``--version``
+DISTRIBUTION = "spire-retrieval"
+#: the files ``spire index`` reads as pages: HTML (XHTML too) and Markdown
+INDEXED_SUFFIXES = (".html", ".htm", ".xhtml", ".md", ".markdown")
+#: why ``spire index`` leaves a file of another kind out (reported, one line per kind, with a count)
+SKIP_REASONS = {
+    ".pdf": "PDF is not read (convert it to HTML first)",
+    ".txt": "plain text is not read from a folder (rename it .md to index it as Markdown)",
+}
 
 
 class UsageError(Exception):
@@ -43,13 +54,18 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description="SPIRE: structure-preserving retrieval of evidence from HTML"
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     index = sub.add_parser(
-        "index", help="index every *.html and *.md page under PAGES_DIR (re-running updates changed pages)"
+        "index",
+        help="index every HTML (*.html, *.htm, *.xhtml) and Markdown (*.md) page under PAGES_DIR "
+        "(re-running updates changed pages; other files are reported, by kind, and left out)",
     )
     index.add_argument("pages", metavar="PAGES_DIR", type=Path)
-    index.add_argument("--store", type=Path, help="store folder (created if needed)")
+    index.add_argument(
+        "--store", type=Path, metavar="DIR", help="store folder: created if needed, updated when it holds a store"
+    )
     index.add_argument("--db", metavar="URI", help="index into Postgres + pgvector instead (postgresql://...)")
     index.add_argument("--table", default=DEFAULT_INDEX_NAME, help=f"index name in --db (default {DEFAULT_INDEX_NAME})")
     index.add_argument(
@@ -74,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--quiet", "-q", action="store_true", help="no progress bars")
 
     query = sub.add_parser("query", help="retrieve cited evidence for a question")
-    query.add_argument("--store", type=Path)
+    query.add_argument("--store", type=Path, metavar="DIR", help="store folder written by `spire index`")
     query.add_argument("--db", metavar="URI", help="query a Postgres + pgvector index instead of --store")
     query.add_argument("--table", default=DEFAULT_INDEX_NAME, help=f"index name in --db (default {DEFAULT_INDEX_NAME})")
     query.add_argument("question")
@@ -89,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--json", action="store_true", help="print JSON")
 
     serve = sub.add_parser("serve", help="answer queries over HTTP (JSON), the store and model loaded once")
-    serve.add_argument("--store", required=True, type=Path)
+    serve.add_argument("--store", required=True, type=Path, metavar="DIR", help="store folder written by `spire index`")
     serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
     serve.add_argument(
@@ -102,16 +118,26 @@ def _parser() -> argparse.ArgumentParser:
     _llm_arguments(serve)
 
     show = sub.add_parser("show", help="write a page with citations highlighted")
-    show.add_argument("--store", required=True, type=Path)
+    show.add_argument("--store", required=True, type=Path, metavar="DIR", help="store folder written by `spire index`")
     show.add_argument("citations", metavar="CITATION_ID", nargs="+", help="DOC_ID#PATHS as printed by `spire query`")
-    show.add_argument("--out", required=True, type=Path, help="HTML file to write")
+    show.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="HTML file to write; citations of several pages write one file per page beside it, "
+        "FILE-PAGE.html (PAGE: the page id, its suffix dropped, other characters than letters, digits, . - _ as _)",
+    )
     return parser
 
 
 def _llm_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument("--llm-base-url", help="OpenAI-compatible server for the evidence filter")
     command.add_argument("--llm-model", help="model name on that server")
-    command.add_argument("--llm-api-key", default=os.environ.get("SPIRE_LLM_API_KEY", "unused"))
+    command.add_argument(
+        "--llm-api-key",
+        default=os.environ.get("SPIRE_LLM_API_KEY", "unused"),
+        help="API key of that server (default: $SPIRE_LLM_API_KEY, else none: a local server needs none)",
+    )
     command.add_argument("--llm-timeout", type=float, default=60.0, help="seconds (default 60)")
 
 
@@ -129,6 +155,15 @@ def _llm(args: argparse.Namespace) -> Any:
         timeout=args.llm_timeout,
         max_retries=0,
     )
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, SpireError) as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (each finished batch is saved)
+        start = "\n" if sys.stderr.isatty() else ""  # after the terminal's ^C (and any progress bar)
+        resumes = "; the next run resumes" if args.command == "index" else ""
+        print(f"{start}{PROG}: interrupted{resumes}", file=sys.stderr)
+        return 130
 
 
 # -- index --------------------------------------------------------------------------------
@@ -174,11 +214,9 @@ def _index(args: argparse.Namespace) -> int:
     from ._source import SourceDocuments
     from .embedding import default_embeddings
     from .index import (
-        PAGE_SUFFIXES,
         IndexUpdate,
         StageProgress,
         build_index,
-        page_files,
         remove_documents,
         update_index,
     )
@@ -189,9 +227,14 @@ def _index(args: argparse.Namespace) -> int:
         raise UsageError("--ray writes to a database: give --db URI")
     if args.batch_pages < 1:
         raise UsageError("--batch-pages must be at least 1")
-    files = page_files(pages)
+    files, skipped = _page_files(pages)
     if not files:
-        raise UsageError(f"no pages ({', '.join('*' + s for s in PAGE_SUFFIXES)}) under {str(pages)!r}")
+        held = f" (it holds {sum(skipped.values())} other file(s))" if skipped else ""
+        raise UsageError(f"no pages ({', '.join('*' + s for s in INDEXED_SUFFIXES)}) under {str(pages)!r}{held}")
+    for kind, count in sorted(skipped.items()):
+        what = f"{kind} file(s)" if kind else "file(s) without a suffix"
+        reason = SKIP_REASONS.get(kind, "not an HTML or Markdown page")
+        print(f"{PROG}: left out {count} {what}: {reason}", file=sys.stderr)
     store: Path = args.store
     if store.exists() and not store.is_dir():
         raise UsageError(f"--store {str(store)!r} is a file, not a folder")
@@ -267,6 +310,22 @@ def _index(args: argparse.Namespace) -> int:
     for doc_id, reason in sorted(failed.items()):
         print(f"{PROG}: skipped {doc_id}: {reason}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _page_files(folder: Path) -> tuple[list[Path], Counter[str]]:
+    """The page files under ``folder`` (recursively, sorted: :data:`INDEXED_SUFFIXES`) and how many
+    other files it holds, by suffix (files and folders whose names start with ``.`` are not counted)."""
+    pages: list[Path] = []
+    others: Counter[str] = Counter()
+    for path in folder.rglob("*"):
+        if not path.is_file():
+            continue
+        suffix = path.suffix.lower()
+        if suffix in INDEXED_SUFFIXES:
+            pages.append(path)
+        elif not any(part.startswith(".") for part in path.relative_to(folder).parts):
+            others[suffix] += 1
+    return sorted(pages), others
 
 
 class _Pages:
@@ -449,32 +508,53 @@ def _show(args: argparse.Namespace) -> int:
             citations.append(Citation(doc_id, decode_paths(encoded), ""))
         except PathFormatError as err:
             raise UsageError(f"not a citation id: {key!r} ({err})") from None
-    doc_ids = sorted({c.doc_id for c in citations})
-    if len(doc_ids) > 1:
-        raise UsageError(f"citations from several pages ({', '.join(doc_ids)}): give one page's citations at a time")
     read_manifest(args.store)
     from ._source import SourceDocuments, page_html, source_text
 
     sources = SourceDocuments(open_docstore(args.store))
-    doc_id = doc_ids[0]
-    if doc_id not in sources:
-        raise UsageError(f"page {doc_id!r} is not in the store at {str(args.store)!r}")
-    doc = sources(doc_id)
+    by_page: dict[str, list[Citation]] = {}
     for cit in citations:
+        by_page.setdefault(cit.doc_id, []).append(cit)
+    for doc_id, cited in by_page.items():  # every citation checked before any file is written
+        if doc_id not in sources:
+            raise UsageError(f"page {doc_id!r} is not in the store at {str(args.store)!r}")
+        doc = sources(doc_id)
+        for cit in cited:
+            try:
+                doc.indices(cit.paths)
+            except UnknownPathError:
+                raise UsageError(f"citation {cit.key()!r} is not in page {doc_id!r} (re-indexed since?)") from None
+    outputs = _show_files(args.out, list(by_page))
+    for doc_id, cited in by_page.items():
+        node = sources.node(doc_id)
+        page = highlight(page_html(source_text(node), node.metadata), cited, doc_id=doc_id)
+        out = outputs[doc_id]
         try:
-            doc.indices(cit.paths)
-        except UnknownPathError:
-            raise UsageError(f"citation {cit.key()!r} is not in page {doc_id!r} (re-indexed since?)") from None
-    node = sources.node(doc_id)
-    text = source_text(node)
-    page = highlight(page_html(text, node.metadata), citations, doc_id=doc_id)
-    out: Path = args.out
-    try:
-        out.write_text(page, encoding="utf-8")
-    except OSError as err:
-        raise UsageError(f"cannot write {str(out)!r}: {err.strerror or err}") from None
-    print(f"wrote {out}: {len(citations)} citation(s) highlighted in {doc_id}")
+            out.write_text(page, encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"cannot write {str(out)!r}: {err.strerror or err}") from None
+        print(f"wrote {out}: {len(cited)} citation(s) highlighted in {doc_id}")
     return 0
+
+
+def _show_files(out: Path, doc_ids: list[str]) -> dict[str, Path]:
+    """Where ``spire show`` writes each page: ``out`` for one page; for several, ``OUT-PAGE.html`` beside
+    ``out``, PAGE being the page id without its suffix, characters other than letters, digits, ``.``,
+    ``-`` and ``_`` as ``_`` (``-2``, ``-3``, ... when two ids give the same name)."""
+    if len(doc_ids) == 1:
+        return {doc_ids[0]: out}
+    suffix = out.suffix or ".html"
+    files: dict[str, Path] = {}
+    for doc_id in doc_ids:
+        stem = Path(doc_id).stem if Path(doc_id).suffix.lower() in INDEXED_SUFFIXES else doc_id
+        name = re.sub(r"[^\w.-]+", "_", f"{Path(doc_id).parent.as_posix()}/{stem}".removeprefix("./"))
+        name = name.strip("._") or "page"
+        path, n = out.with_name(f"{out.stem}-{name}{suffix}"), 1
+        while path in files.values():
+            n += 1
+            path = out.with_name(f"{out.stem}-{name}-{n}{suffix}")
+        files[doc_id] = path
+    return files
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -61,7 +61,12 @@ def default_embeddings(
 
 
 def embed_texts(
-    model: BaseEmbedding, texts: Sequence[str], *, size: SizeFn = model_tokens, max_tokens: int = BATCH_TOKENS
+    model: BaseEmbedding,
+    texts: Sequence[str],
+    *,
+    size: SizeFn = model_tokens,
+    max_tokens: int = BATCH_TOKENS,
+    progress: Callable[[int], None] | None = None,
 ) -> list[list[float]]:
     """The vectors of ``texts``, in their order, embedded shortest first in batches of bounded padded size.
 
@@ -71,7 +76,8 @@ def embed_texts(
     window: 2 texts at the window, 32 short sentences), and a power of two of them. Tokens, not
     characters: a Markdown table row is a token per character. With few batch shapes, PyTorch's
     per-shape bfloat16 kernels (:func:`~spire_core.model.pad_in_buckets`) stop accumulating, and
-    ONNX Runtime's memory arena stays at the size of the largest batch.
+    ONNX Runtime's memory arena stays at the size of the largest batch. ``progress(n)`` is called
+    as each model batch of ``n`` texts is done (``spire index`` shows units and their rate).
     """
     lengths = [min(size(t), MODEL_WINDOW) for t in texts]
     order = sorted(range(len(texts)), key=lengths.__getitem__)
@@ -86,4 +92,6 @@ def embed_texts(
         for i, vector in zip(batch, model.get_text_embedding_batch([texts[j] for j in batch]), strict=True):
             vectors[i] = vector
         start += len(batch)
+        if progress is not None:
+            progress(len(batch))
     return vectors

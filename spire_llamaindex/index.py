@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass, field
@@ -153,7 +154,8 @@ class StageProgress:
     """Progress bars of an indexing run, one per stage (:data:`STAGES`), each counting pages
     when they have passed that stage: parsed (or found unchanged, or skipped), embedded, then
     written (committed, when the caller saves each batch). An unchanged page passes every stage
-    with its batch. The embed bar also shows the units embedded so far."""
+    with its batch. The embed bar also shows the units embedded so far and their rate, updated as
+    each model batch is done (:meth:`embedding`): a large page does not sit at ``0/1``."""
 
     def __init__(self, total: int | None = None, *, disable: bool = False) -> None:
         self.bars = {
@@ -161,14 +163,42 @@ class StageProgress:
             for n, stage in enumerate(STAGES)
         }
         self.units = 0
+        self._seconds = 0.0  # spent embedding, finished batches
+        self._started: float | None = None  # when the batch being embedded started
+        self._shown = 0.0
 
     def advance(self, stage: str, pages: int) -> None:
         self.bars[stage].update(pages)
 
+    def embedding(self, total: int) -> Callable[[int], None]:
+        """The ``progress`` callback of :func:`~spire_llamaindex.embedding.embed_texts` for a batch of
+        ``total`` texts: the embed bar shows the units done and their rate at most twice a second."""
+        self._started = time.monotonic()
+        done = 0
+
+        def step(n: int) -> None:
+            nonlocal done
+            done += n
+            now = time.monotonic()
+            if done < total and now - self._shown < 0.5:
+                return
+            self._shown = now
+            bar = self.bars["embed"]
+            bar.set_postfix_str(f"{self._rate(self.units + done)}, {done}/{total} of this batch", refresh=True)
+
+        return step
+
+    def _rate(self, units: int) -> str:
+        seconds = self._seconds + (time.monotonic() - self._started if self._started is not None else 0.0)
+        return f"{units} units, {units / seconds:.1f} units/s" if seconds > 0 else f"{units} units"
+
     def embedded(self, pages: int, units: int) -> None:
+        if self._started is not None:
+            self._seconds += time.monotonic() - self._started
+            self._started = None
         self.units += units
         bar = self.bars["embed"]
-        bar.set_postfix_str(f"{self.units} units", refresh=False)
+        bar.set_postfix_str(self._rate(self.units), refresh=False)
         bar.update(pages)
 
     def counts(self) -> dict[str, int]:
@@ -263,7 +293,8 @@ def _index_batch(
         texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
         # identical texts (repeated table rows, boilerplate) are embedded once
         distinct = list(dict.fromkeys(texts))
-        by_text = dict(zip(distinct, embed_texts(index._embed_model, distinct), strict=True))
+        vectors = embed_texts(index._embed_model, distinct, progress=progress.embedding(len(distinct)))
+        by_text = dict(zip(distinct, vectors, strict=True))
         for node, text in zip(nodes, texts, strict=True):
             node.embedding = by_text[text]
     progress.embedded(len(documents), len(nodes))

@@ -127,6 +127,11 @@ def onnx_model_dir(cache: Path | None = None) -> Path:
     except OSError as err:
         raise SpireError(f"no room for the packaged model's ONNX export (set SPIRE_CACHE_DIR): {err}") from err
     work.chmod(0o755)  # (mkdtemp makes it private)
+    print(  # the one line a first run shows for its pause (a subprocess importing PyTorch: 15-40 s)
+        f"SPIRE: exporting the packaged embedding model to ONNX, once for this machine (15-40 s), into {target}",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
         done = subprocess.run(

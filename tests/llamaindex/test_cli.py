@@ -366,8 +366,8 @@ def test_an_interrupted_index_run_resumes_after_its_last_batch(
         return embed(*a, **k)
 
     monkeypatch.setattr(index_module, "embed_texts", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        main(["index", str(pages), "--store", str(store), "--batch-pages", "1", "-q"])
+    code, _, err = run(capsys, "index", pages, "--store", store, "--batch-pages", "1", "-q")
+    assert (code, err) == (130, "spire: interrupted; the next run resumes\n")  # one line, no traceback
     manifest = read_manifest(store)
     assert manifest["documents"] == ["p0.html"] and manifest["complete"] is False
     code, out, _ = run(capsys, "query", "--store", store, "Fact 0", "--json")  # the finished batch answers
@@ -406,3 +406,89 @@ def test_the_store_saves_its_bm25_index_in_step_with_its_pages(
     assert opened.lexical is not None and opened.lexical.hits("turbine", 1)[0].doc_id == "p1.html"
     nodes = opened.retriever().retrieve("What does the turbine do?")
     assert "The turbine spins fast." in nodes[0].get_content()
+
+
+def test_index_reads_xhtml_and_says_what_it_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = _hash_pages(tmp_path, monkeypatch, 1)
+    (pages / "book.xhtml").write_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Book'
+        "</title></head><body><h1>Ferns</h1><p>Ferns reproduce by spores.</p></body></html>",
+        encoding="utf-8",
+    )
+    for name in ("manual.pdf", "notes.txt", "more.TXT", "logo.png", "README"):
+        (pages / name).write_bytes(b"x")
+    (pages / ".git").mkdir()
+    (pages / ".git" / "index").write_bytes(b"x")  # hidden: not worth a line
+    code, out, err = run(capsys, "index", pages, "--store", tmp_path / "store", "-q")
+    assert code == 0 and "indexed 2 page(s)" in out
+    assert err.splitlines() == [
+        "spire: left out 1 file(s) without a suffix: not an HTML or Markdown page",
+        "spire: left out 1 .pdf file(s): PDF is not read (convert it to HTML first)",
+        "spire: left out 1 .png file(s): not an HTML or Markdown page",
+        "spire: left out 2 .txt file(s): plain text is not read from a folder (rename it .md to index it as Markdown)",
+    ]
+    code, out, _ = run(capsys, "query", "--store", tmp_path / "store", "How do ferns reproduce?", "--json")
+    assert code == 0 and json.loads(out)["results"][0]["doc_id"] == "book.xhtml"
+
+
+def test_index_shows_units_and_their_rate_while_a_large_page_embeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = _hash_pages(tmp_path, monkeypatch, 0)
+    body = "".join(
+        f"<h2>Part {i}</h2><p>Sentence {i} of a long page is here. Another {i} follows.</p>" for i in range(80)
+    )
+    (pages / "large.html").write_text(f"<h1>Large</h1>{body}", encoding="utf-8")
+    code, _, err = run(capsys, "index", pages, "--store", tmp_path / "store")
+    assert code == 0
+    # before the one page is embedded (0/1), the bar counts the units embedded and their rate
+    assert re.search(r"embed *: +0%.*0/1.*\d+ units, [\d.]+ units/s, \d+/\d+ of this batch", err), err
+    assert re.search(r"embed *: 100%.*1/1.*, 81 units, [\d.]+ units/s\]", err), err
+
+
+def test_version_and_help_texts(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"spire {version('spire-retrieval')}\n"
+    for command, flag, words in (
+        ("index", "--store DIR", "store folder"),
+        ("query", "--store DIR", "store folder"),
+        ("query", "--llm-api-key LLM_API_KEY", "API key"),
+        ("serve", "--llm-api-key LLM_API_KEY", "SPIRE_LLM_API_KEY"),
+        ("show", "--out OUT", "one file per page"),
+    ):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        usage = " ".join(capsys.readouterr().out.split())
+        assert re.search(rf"{re.escape(flag)} [^-]*{re.escape(words)}", usage), (command, usage)
+
+
+def test_show_writes_one_file_per_page_for_citations_of_several_pages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = _hash_pages(tmp_path, monkeypatch, 2)
+    store = tmp_path / "store"
+    assert run(capsys, "index", pages, "--store", store, "-q")[0] == 0
+    code, out, _ = run(capsys, "query", "--store", store, "Fact 0 holds. Fact 1 holds.", "--json")
+    ids = {r["doc_id"]: r["citations"][0]["id"] for r in json.loads(out)["results"]}
+    assert set(ids) == {"p0.html", "p1.html"}
+    code, out, _ = run(capsys, "show", "--store", store, ids["p0.html"], ids["p1.html"], "--out", tmp_path / "s.html")
+    assert code == 0
+    assert out.splitlines() == [
+        f"wrote {tmp_path / 's-p0.html'}: 1 citation(s) highlighted in p0.html",
+        f"wrote {tmp_path / 's-p1.html'}: 1 citation(s) highlighted in p1.html",
+    ]
+    for i in (0, 1):
+        marked = (tmp_path / f"s-p{i}.html").read_text(encoding="utf-8").split('data-citation="1"', 1)[1]
+        assert f"Fact {i} holds." in marked.split("</mark>", 1)[0]
+    assert not (tmp_path / "s.html").exists()
+    bad = ids["p1.html"].rsplit("#", 1)[0] + "#9.9.9"  # one bad citation: nothing is written
+    (tmp_path / "s-p0.html").unlink()
+    one_line_error(
+        *run(capsys, "show", "--store", store, ids["p0.html"], bad, "--out", tmp_path / "s.html")[::2], "is not in page"
+    )
+    assert not (tmp_path / "s-p0.html").exists()
