@@ -66,7 +66,7 @@ def test_a_file_name_string_is_read_as_the_file(embeddings: Embeddings, monkeypa
 
 def test_a_page_file_name_naming_no_file_is_refused(keyword_embeddings: KeywordEmbeddings) -> None:
     """``from_documents(["missing.html"])`` raises, naming the file, instead of indexing the name as a page."""
-    with pytest.raises(FileNotFoundError, match="missing.html"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.html"):
         SpireRetriever.from_documents(["missing.html"], keyword_embeddings)
 
 

@@ -101,5 +101,5 @@ def test_from_documents_takes_file_paths_and_page_texts_as_langchains_does(monke
     stored = set(retriever.index.docstore.docs)
     assert {"examples/pages/postgresql-wal.html", str(ROOT / "examples" / "pages" / "python-json.html")} <= stored
     assert sum(i.startswith("sha256:") for i in stored) == 2  # the two page texts, by a hash of each
-    with pytest.raises(FileNotFoundError, match="missing.html"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.html"):
         SpireRetriever.from_documents(["missing.html"], embed_model=HashEmbedding())
