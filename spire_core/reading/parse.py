@@ -821,6 +821,9 @@ MARKS = frozenset(["tm", "sm"])
 #: is parenthesised: ``x^(n+1)``.
 _ONE_TOKEN = re.compile(r"[+\-\u2212]?[\w.]+|\(.*\)")
 _ALNUM = re.compile(r"\w")
+#: An ``alt`` that is an image's file name ("Mustalampi Lake in Nuuksio.jpg", MediaWiki's alt when a
+#: page gives none) names the file, not what the image shows: no text (HTML's advice on ``alt``).
+_FILE_NAME_ALT = re.compile(r"\S\.(?:jpe?g|png|gif|svg|webp|avif|tiff?|bmp|ico)\Z", re.I)
 _TEX = "application/x-tex"
 
 
@@ -847,7 +850,7 @@ def inline_text(root: Element, *, soft_hyphens: bool = True) -> None:
         nonlocal has_text
         if has_text or cell:
             for img in run:
-                img.children = [" ".join(img.attrs["alt"].replace("\xad", "").split())]
+                img.children = [_alt_text(img.attrs["alt"])]
         run.clear()
         has_text = False
 
@@ -864,7 +867,7 @@ def inline_text(root: Element, *, soft_hyphens: bool = True) -> None:
                 flush(cells[-1])
                 cells.append(tag == "td" or tag == "th")
                 last = ""
-            elif tag == "img" and not k.children and (k.attrs.get("alt") or "").replace("\xad", "").strip():
+            elif tag == "img" and not k.children and _alt_text(k.attrs.get("alt")):
                 run.append(k)
             if k.children:
                 stack.append((k, iter(k.children), last))
@@ -890,6 +893,12 @@ def inline_text(root: Element, *, soft_hyphens: bool = True) -> None:
             if isinstance(end, str) and end:
                 last = end[-1]
     flush(cells[-1])
+
+
+def _alt_text(alt: str | None) -> str:
+    """The text an image's ``alt`` stands for: "" when it is empty or an image file's name."""
+    text = " ".join((alt or "").replace("\xad", "").split())
+    return "" if _FILE_NAME_ALT.search(text) else text
 
 
 def _drop_soft_hyphens(root: Element) -> None:

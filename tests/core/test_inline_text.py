@@ -66,6 +66,20 @@ def test_a_standalone_image_is_no_sentence_but_a_cells_image_is_its_text() -> No
     assert read("<p><img alt=''> Decorative.</p>") == ["Decorative."]
 
 
+def test_an_alt_that_is_a_file_name_is_no_text() -> None:
+    """MediaWiki gives an image without alt its file name as alt: a photo column's cells stay empty."""
+    page = (
+        "<table><tr><th>Park</th><th>Image</th><th>Established</th></tr>"
+        "<tr><td>Nuuksio</td><td><img alt='Mustalampi Lake in Nuuksio.jpg' src='a.jpg'></td><td>1994</td></tr>"
+        "<tr><td>Oulanka</td><td><img alt='FI-Oulanka NP1.JPG'></td><td>1956</td></tr></table>"
+        "<p>See <img alt='diagram.svg'> and <img alt='the map'> here.</p>"
+    )
+    got = read(page)
+    assert not any(".jpg" in t.casefold() or "diagram" in t for t in got)
+    assert "See and the map here." in got
+    assert read("<table><tr><td>Joins</td><td><img alt='Yes'></td></tr></table>")[-1] == "Yes"
+
+
 def test_a_line_break_in_a_heading_separates_the_title_words() -> None:
     doc = parse_html("<h1>Release<br>notes</h1><p>Text.</p>")
     assert doc.title == "Release notes"
