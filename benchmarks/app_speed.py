@@ -63,9 +63,7 @@ def run(dataset: Path, *, top_k: int = 4, chunk_size: int = 256) -> dict[str, An
     embed.get_text_embedding_batch(["warm up"] * 32)
 
     def stock_build() -> Any:
-        docs = [
-            Document(text=lxml.html.fromstring(f.read_bytes()).text_content(), id_=f.name) for f in files
-        ]
+        docs = [Document(text=lxml.html.fromstring(f.read_bytes()).text_content(), id_=f.name) for f in files]
         index = VectorStoreIndex.from_documents(
             docs, embed_model=embed, transformations=[SentenceSplitter(chunk_size=chunk_size)]
         )

@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from spire_core import HTML, NONE, Document, MissingSourceError, Policy, Subdocument, approx_tokens, compose, seeds
 from spire_core.context import DEFINITIONS
@@ -20,6 +21,7 @@ from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
 from spire_core.options import Unit as UnitKind
 from spire_core.pipeline import QueryOptions, filter_results, run_query
 from spire_core.query.lexical import LexicalIndex
+from spire_core.query.strength import ranked_evidence
 
 from . import baselines
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
@@ -89,6 +91,8 @@ class Spire(System):
         #: fuse a BM25 index over every sentence of the dataset's pages (built at the first question)
         self.lexical = lexical
         self.index: LexicalIndex | None = None
+        #: the citation cut's options (``QueryOptions.max_citations`` ...), the defaults when empty
+        self.cut: dict[str, Any] = {}
 
     def lexical_index(self, pages: Mapping[str, Page]) -> LexicalIndex:
         """The lexical index of every sentence of ``pages``, built once (its cost logged to stderr)."""
@@ -125,7 +129,12 @@ class Spire(System):
             return [PassageHit(u.doc, u.members or (u.paths,), score) for u, score in ranking.top(n)]
 
         options = QueryOptions(
-            budget=budget, size=approx_tokens, policy=self.policy, tables=self.tables, resolve_refs=self.resolve_refs
+            budget=budget,
+            size=approx_tokens,
+            policy=self.policy,
+            tables=self.tables,
+            resolve_refs=self.resolve_refs,
+            **self.cut,
         )
         reach = set(corpus if corpus is not None else (u.doc for u in ranking.units))
 
@@ -142,7 +151,7 @@ class Spire(System):
 
     def select(self, question: Question, ranking: Ranking, budget: int, pages: Mapping[str, Page]) -> Prediction:
         results = self.aggregate(ranking, budget, pages, question.question, question.corpus)
-        citations = [cite(c.doc_id, c.text, c.paths) for r in results for c in r.citations]
+        citations = [cite(c.doc_id, c.text, c.paths) for c in ranked_evidence(results)]
         return Prediction(question.id, citations, "\n\n".join(r.text for r in results))
 
 

@@ -6,6 +6,8 @@ evidence everywhere.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Literal
 
 from spire_core.size import SizeFn, approx_tokens
@@ -45,3 +47,23 @@ DEFAULT_TABLE_SHARE = 0.9
 DEFAULT_TABLE_VIEWS = 3
 #: Follow the references of cited sentences one hop into the corpus (:mod:`spire_core.query.references`).
 DEFAULT_RESOLVE_REFS = False
+#: The citation cut (:class:`spire_core.query.strength.Cut`): at most this many citations are named
+#: as evidence, each at least ``DEFAULT_MIN_SCORE`` strong and at least ``DEFAULT_RELATIVE_SCORE``
+#: times the strongest (tuned on the docs and wtq dev sets; docs/benchmarks.md, "Ranked evidence").
+DEFAULT_MAX_CITATIONS: int | None = 12
+DEFAULT_MIN_SCORE = 0.0
+DEFAULT_RELATIVE_SCORE = 0.4
+
+
+def check_options(where: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """Raise ``TypeError`` naming the options in ``given`` that ``where`` does not know (a typo such as
+    ``budgt=``, with the closest known name) and the ones it does: before any work is done."""
+    valid = sorted(set(known))
+    unknown = [name for name in given if name not in valid]
+    if not unknown:
+        return
+    hints = [
+        f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, valid, 1)) else repr(name)
+        for name in unknown
+    ]
+    raise TypeError(f"{where}: unknown option(s) {', '.join(hints)}; valid: {', '.join(valid)}")

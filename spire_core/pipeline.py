@@ -34,7 +34,10 @@ from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
     DEFAULT_FIRST_K,
+    DEFAULT_MAX_CITATIONS,
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_RELATIVE_SCORE,
     DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
     DEFAULT_TARGET,
@@ -45,6 +48,7 @@ from spire_core.query.aggregate import Documents, Hit, Search, Subdocument, aggr
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
 from spire_core.query.lexical import fused_search
 from spire_core.query.references import Resolver, cite_references
+from spire_core.query.strength import Cut, Signals, rank_evidence
 from spire_core.query.table_views import table_views
 from spire_core.results.schema import filter_report, members_of, subdocuments, unit_of
 from spire_core.size import SizeFn
@@ -84,6 +88,13 @@ class QueryOptions:
     #: follow the references of each admitted sentence one hop into the corpus and deliver what they
     #: name as citations of their own, under the same budget (:mod:`spire_core.query.references`)
     resolve_refs: bool = DEFAULT_RESOLVE_REFS
+    #: name at most this many citations as evidence, strongest first (None: no limit); the others
+    #: stay delivered as context (:class:`~spire_core.query.strength.Cut`)
+    max_citations: int | None = DEFAULT_MAX_CITATIONS
+    #: a citation named as evidence is at least this strong (strengths are in [0, 1])
+    min_score: float = DEFAULT_MIN_SCORE
+    #: ... and at least this share of the strongest citation's strength
+    relative_score: float = DEFAULT_RELATIVE_SCORE
 
     def __post_init__(self) -> None:
         if self.budget <= 0:
@@ -92,6 +103,12 @@ class QueryOptions:
             raise ValueError("first_k, max_rounds and fill must be positive")
         if self.max_pages is not None and self.max_pages <= 0:
             raise ValueError(f"max_pages must be positive, not {self.max_pages}")
+        self.cut  # noqa: B018 (validates the cut's fields)
+
+    @property
+    def cut(self) -> Cut:
+        """Which delivered citations are named as evidence."""
+        return Cut(self.max_citations, self.min_score, self.relative_score)
 
     @property
     def widest(self) -> int:
@@ -175,9 +192,22 @@ def run_query(
     offered right after it (:class:`~spire_core.query.references.Resolver`): a page ``documents``
     lacks, or an anchor gone from its page, is reported on the reference, never guessed at."""
     lookup = document_lookup(documents)
-    hits = sentence_search(passages, query=query, documents=lookup, order="overlap")
+    signals = Signals(fused=lexical is not None)
+
+    def scored_passages(n: int) -> Sequence[PassageHit]:
+        found = passages(n)
+        signals.record_passages(found)
+        return found
+
+    def scored_lexical(n: int) -> Sequence[Hit]:
+        assert lexical is not None
+        found = lexical(query, n)
+        signals.record_lexical(found)
+        return found
+
+    hits = sentence_search(scored_passages, query=query, documents=lookup, order="overlap")
     if lexical is not None:
-        hits = fused_search(hits, lambda n: lexical(query, n), shared_ties=True)
+        hits = fused_search(hits, scored_lexical, shared_ties=True)
     if options.max_pages is not None:
         hits = first_pages(hits, options.max_pages)
     resolver = Resolver(lookup) if options.resolve_refs else None
@@ -197,7 +227,8 @@ def run_query(
         results = table_views(
             query, results, lookup, budget=options.budget, size=options.size, policy=options.policy, fmt=options.fmt
         )
-    return cite_references(results, lookup, resolver)
+    results = cite_references(results, lookup, resolver)
+    return rank_evidence(results, signals, lookup, cut=options.cut, policy=options.policy, fmt=options.fmt)
 
 
 def first_pages(search: Search, pages: int) -> Search:

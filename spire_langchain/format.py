@@ -9,6 +9,7 @@ from langchain_core.documents import Document as LCDocument
 from spire_core import Citation, Policy
 from spire_core.options import Fmt
 from spire_core.query.aggregate import Documents
+from spire_core.query.strength import ranked_evidence_of
 from spire_core.results.schema import DOC_ID, from_metadata
 from spire_core.results.sources import Sources, cite_sources
 from spire_core.size import SizeFn
@@ -17,15 +18,18 @@ from ._source import citations_of, source_id
 
 
 def numbered_citations(documents: Sequence[LCDocument]) -> list[Citation]:
-    """The citations of retrieved ``documents`` in order; the ``n``-th is ``[n]``.
+    """The citations of retrieved ``documents`` named as evidence, strongest first; the ``n``-th is
+    ``[n]`` (:func:`spire_core.results.sources.numbered`).
 
-    A document without SPIRE citations counts as one citation with an empty path set.
+    A document without SPIRE citations counts as one citation with an empty path set, after them.
     """
-    out: list[Citation] = []
-    for doc in documents:
-        cited = citations_of(doc)
-        out.extend(cited or [Citation(str(doc.metadata.get(DOC_ID) or source_id(doc)), frozenset(), doc.page_content)])
-    return out
+    cited = [c for doc in documents for c in citations_of(doc)]
+    plain = [
+        Citation(str(doc.metadata.get(DOC_ID) or source_id(doc)), frozenset(), doc.page_content)
+        for doc in documents
+        if not citations_of(doc)
+    ]
+    return [*ranked_evidence_of(cited), *plain]
 
 
 def cited_sources(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
 from langchain_core.documents import Document as LCDocument
 from langchain_core.embeddings import Embeddings
@@ -19,19 +19,13 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from spire_core import DocumentCache, Policy, SpireError
 from spire_core.options import (
-    DEFAULT_BUDGET,
-    DEFAULT_FILL,
-    DEFAULT_FIRST_K,
-    DEFAULT_MAX_ROUNDS,
-    DEFAULT_RESOLVE_REFS,
-    DEFAULT_SIZE,
     Fmt,
     OnPageError,
+    check_options,
 )
 from spire_core.query.lexical import Lexicon
 from spire_core.reading.files import read_page_file
 from spire_core.results.schema import DOC_ID, UNIT_IDS, user_metadata
-from spire_core.size import SizeFn
 from spire_runtime.pages import page_file
 
 from ._source import source_id
@@ -55,6 +49,8 @@ class PageIndexing:
         transformer: SpireTransformer
         _documents: DocumentCache
         _lexicon: Lexicon
+        lexical: bool
+        model_fields: ClassVar[dict[str, Any]]
 
         def __init__(self, **data: Any) -> None: ...
 
@@ -68,23 +64,11 @@ class PageIndexing:
         vectorstore_kwargs: Mapping[str, Any] | None = None,
         docstore: BaseStore[str, LCDocument] | None = None,
         transformer: SpireTransformer | None = None,
-        budget: int = DEFAULT_BUDGET,
-        k: int | None = None,
-        first_k: int = DEFAULT_FIRST_K,
-        max_rounds: int = DEFAULT_MAX_ROUNDS,
-        fill: float = DEFAULT_FILL,
-        tables: bool = True,
-        size: SizeFn = DEFAULT_SIZE,
         policy: Policy | None = None,
         fmt: Fmt | None = None,
-        scores: Literal["auto", "similarity", "distance", "relevance"] = "auto",
-        search_kwargs: dict[str, Any] | None = None,
-        cache_size: int = 64,
         id_namespace: str | None = None,
-        search_type: Literal["similarity", "mmr"] = "similarity",
-        lexical: bool = True,
-        resolve_refs: bool = DEFAULT_RESOLVE_REFS,
         show_progress: bool = False,
+        **options: Any,
     ) -> Self:
         """Index pages into a new ``vectorstore_cls`` and an in-memory docstore.
 
@@ -96,8 +80,10 @@ class PageIndexing:
         and ``collection_name`` for PGVector); ``id_namespace`` defaults to their
         ``collection_name``. ``show_progress`` shows a bar while the units are embedded.
         ``embeddings`` defaults to :func:`default_embeddings`; ``policy`` and ``fmt`` to the
-        transformer's; the other options are the retriever's fields.
+        transformer's; ``options`` are the retriever's fields (``budget``, ``k``, ``search_type``,
+        ``max_citations``, ...): an unknown one raises ``TypeError`` before anything is embedded.
         """
+        check_options(f"{cls.__name__}.from_documents", options, [*cls.model_fields, "policy", "fmt", "id_namespace"])
         store_kwargs = dict(vectorstore_kwargs or {})
         namespace = id_namespace if id_namespace is not None else str(store_kwargs.get("collection_name", ""))
         transformer = _namespaced(transformer or SpireTransformer(), namespace)
@@ -110,24 +96,12 @@ class PageIndexing:
             vectorstore=vectorstore,
             docstore=store,
             transformer=transformer,
-            budget=budget,
-            k=k,
-            first_k=first_k,
-            max_rounds=max_rounds,
-            fill=fill,
-            tables=tables,
-            size=size,
             policy=transformer.policy if policy is None else policy,
             fmt=transformer.fmt if fmt is None else fmt,
-            scores=scores,
-            search_kwargs=dict(search_kwargs or {}),
-            cache_size=cache_size,
             id_namespace=namespace,
-            search_type=search_type,
-            lexical=lexical,
-            resolve_refs=resolve_refs,
+            **{"search_kwargs": {}, **options},
         )
-        if lexical:
+        if retriever.lexical:
             retriever._lexicon.refresh()  # built now, not at the first question
         return retriever
 

@@ -20,7 +20,10 @@ from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
     DEFAULT_FIRST_K,
+    DEFAULT_MAX_CITATIONS,
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_RELATIVE_SCORE,
     DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
     Fmt,
@@ -114,6 +117,12 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     #: follow the references of cited sentences one hop into the stored pages and deliver what they
     #: name as citations of their own, under the same budget (``spire_core.query.references``)
     resolve_refs: bool = DEFAULT_RESOLVE_REFS
+    #: the citation cut (``spire_core.query.strength.Cut``): at most this many citations named as evidence
+    max_citations: int | None = Field(default=DEFAULT_MAX_CITATIONS, gt=0)
+    #: ... each at least this strong (strengths are in [0, 1])
+    min_score: float = Field(default=DEFAULT_MIN_SCORE, ge=0, le=1)
+    #: ... and at least this share of the strongest citation's strength
+    relative_score: float = Field(default=DEFAULT_RELATIVE_SCORE, ge=0, le=1)
 
     _documents: DocumentCache = PrivateAttr()
     _lexicon: Lexicon = PrivateAttr()
@@ -158,6 +167,9 @@ class SpireRetriever(PageIndexing, BaseRetriever):
             tables=self.tables,
             max_pages=self.k,
             resolve_refs=self.resolve_refs,
+            max_citations=self.max_citations,
+            min_score=self.min_score,
+            relative_score=self.relative_score,
         )
 
     def _raw(self, query: str, n: int, kwargs: dict[str, Any]) -> Scored:

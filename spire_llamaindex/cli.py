@@ -2,7 +2,8 @@
 
     spire index PAGES_DIR --store DIR
     spire index PAGES_DIR --db postgresql://... [--ray local|ADDRESS --workers N]   (docs/scale.md)
-    spire query --store DIR "question" [--budget N] [--resolve-refs] [--llm-base-url URL --llm-model NAME] [--json]
+    spire query --store DIR "question" [--budget N] [--max-citations N] [--min-score S] [--resolve-refs]
+                [--llm-base-url URL --llm-model NAME] [--json]
     spire query --db postgresql://... "question"
     spire show --store DIR 'DOC_ID#PATHS' ... --out FILE.html   (citations of several pages: FILE-PAGE.html each)
     spire serve --store DIR [--host 127.0.0.1 --port 8765] [--resolve-refs]   (GET /query?q=..., /health: JSON)
@@ -25,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K
+from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K, DEFAULT_MAX_CITATIONS, DEFAULT_MIN_SCORE
 from spire_runtime.defaults import DEFAULT_BATCH_PAGES, DEFAULT_INDEX_NAME
 
 if TYPE_CHECKING:
@@ -94,13 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     query.add_argument("--db", metavar="URI", help="query a Postgres + pgvector index instead of --store")
     query.add_argument("--table", default=DEFAULT_INDEX_NAME, help=f"index name in --db (default {DEFAULT_INDEX_NAME})")
     query.add_argument("question")
-    query.add_argument(
-        "--budget", type=int, default=DEFAULT_BUDGET, help=f"token budget of the result (default {DEFAULT_BUDGET})"
-    )
-    query.add_argument(
-        "--top-k", type=int, default=DEFAULT_FIRST_K, help=f"sentence hits searched first (default {DEFAULT_FIRST_K})"
-    )
-    _resolve_refs_argument(query)
+    _query_arguments(query)
     _llm_arguments(query)
     query.add_argument("--json", action="store_true", help="print JSON")
 
@@ -108,13 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--store", required=True, type=Path, metavar="DIR", help="store folder written by `spire index`")
     serve.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
-    serve.add_argument(
-        "--budget", type=int, default=DEFAULT_BUDGET, help=f"default token budget (default {DEFAULT_BUDGET})"
-    )
-    serve.add_argument(
-        "--top-k", type=int, default=DEFAULT_FIRST_K, help=f"default first hits (default {DEFAULT_FIRST_K})"
-    )
-    _resolve_refs_argument(serve)
+    _query_arguments(serve, "default ")
     _llm_arguments(serve)
 
     show = sub.add_parser("show", help="write a page with citations highlighted")
@@ -375,11 +364,24 @@ def _index_db(args: argparse.Namespace) -> int:
 
 
 # -- query --------------------------------------------------------------------------------
-def _check_query_options(args: argparse.Namespace) -> None:
-    if args.budget <= 0 or args.top_k <= 0:
-        raise UsageError("--budget and --top-k must be positive")
+def _query_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``QueryOptions`` fields the command line sets, checked (a bad value is a usage error)."""
+    from spire_core.pipeline import QueryOptions
+
     if bool(args.llm_base_url) != bool(args.llm_model):
         raise UsageError("--llm-base-url and --llm-model go together")
+    options = {
+        "budget": args.budget,
+        "first_k": args.first_k,
+        "max_citations": args.max_citations or None,
+        "min_score": args.min_score,
+        "resolve_refs": args.resolve_refs,
+    }
+    try:
+        QueryOptions(**options)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    return options
 
 
 def _warn_incomplete(manifest: dict[str, Any], store: Path) -> None:
@@ -394,24 +396,17 @@ def _query(args: argparse.Namespace) -> int:
 
     if not args.question.strip():
         raise UsageError("the question is empty")
-    _check_query_options(args)
+    options = _query_options(args)
     if (args.store is None) == (args.db is None):
         raise UsageError("give --store DIR or --db URI (one of them)")
     if args.db is not None:
         from .postgres import postgres_index
         from .retriever import SpireRetriever
 
-        retriever = SpireRetriever(
-            postgres_index(args.db, table=args.table),
-            budget=args.budget,
-            first_k=args.top_k,
-            resolve_refs=args.resolve_refs,
-        )
+        retriever = SpireRetriever(postgres_index(args.db, table=args.table), **options)
     else:
         _warn_incomplete(read_manifest(args.store), args.store)  # a clear error before the model loads
-        retriever = load_store(args.store).retriever(
-            budget=args.budget, first_k=args.top_k, resolve_refs=args.resolve_refs
-        )
+        retriever = load_store(args.store).retriever(**options)
     from .serve import payload_of, query_nodes
 
     nodes, report = query_nodes(retriever, args.question, llm=_llm(args))
@@ -427,7 +422,37 @@ def _query(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resolve_refs_argument(parser: argparse.ArgumentParser) -> None:
+def _query_arguments(parser: argparse.ArgumentParser, default: str = "") -> None:
+    """The query options (``QueryOptions``) a command takes (``default``: "default " where a request overrides them)."""
+    parser.add_argument(
+        "--budget",
+        type=int,
+        default=DEFAULT_BUDGET,
+        help=f"{default}token budget of the result (default {DEFAULT_BUDGET})",
+    )
+    parser.add_argument(
+        "--max-citations",
+        type=int,
+        default=DEFAULT_MAX_CITATIONS,
+        metavar="N",
+        help=f"{default}citations named as evidence at most, strongest first; the rest of what the budget paid for "
+        f"is delivered as context (default {DEFAULT_MAX_CITATIONS}; 0: no limit)",
+    )
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        default=DEFAULT_MIN_SCORE,
+        metavar="S",
+        help=f"{default}strength (0 to 1) a citation needs to be named as evidence (default {DEFAULT_MIN_SCORE})",
+    )
+    parser.add_argument(
+        "--first-k",
+        type=int,
+        default=DEFAULT_FIRST_K,
+        metavar="K",
+        help=f"{default}sentence hits aggregated in the first round, doubled while the budget is not filled "
+        f"(default {DEFAULT_FIRST_K})",
+    )
     parser.add_argument(
         "--resolve-refs",
         action="store_true",
@@ -440,15 +465,13 @@ def _resolve_refs_argument(parser: argparse.ArgumentParser) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from .store import load_store, read_manifest
 
-    _check_query_options(args)
+    options = _query_options(args)
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be between 0 and 65535, not {args.port}")
     _warn_incomplete(read_manifest(args.store), args.store)
     from .serve import QueryService, SpireServer
 
-    service = QueryService(
-        load_store(args.store), budget=args.budget, first_k=args.top_k, resolve_refs=args.resolve_refs, llm=_llm(args)
-    )
+    service = QueryService(load_store(args.store), llm=_llm(args), **options)
     service.warm()
     try:
         server = SpireServer(service, args.host, args.port)

@@ -68,9 +68,7 @@ def default_storage_context() -> StorageContext:
     from .array_store import ArrayVectorStore
     from .json_files import PackedKVStore
 
-    return StorageContext.from_defaults(
-        docstore=SimpleDocumentStore(PackedKVStore()), vector_store=ArrayVectorStore()
-    )
+    return StorageContext.from_defaults(docstore=SimpleDocumentStore(PackedKVStore()), vector_store=ArrayVectorStore())
 
 
 def build_index(

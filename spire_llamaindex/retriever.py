@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import difflib
 import inspect
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -31,11 +30,15 @@ from spire_core.options import (
     DEFAULT_BUDGET,
     DEFAULT_FILL,
     DEFAULT_FIRST_K,
+    DEFAULT_MAX_CITATIONS,
     DEFAULT_MAX_ROUNDS,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_RELATIVE_SCORE,
     DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
     Fmt,
     OnPageError,
+    check_options,
 )
 from spire_core.pipeline import (
     Bridge,
@@ -161,11 +164,18 @@ class SpireRetriever(BaseRetriever):
         search_kwargs: dict[str, Any] | None = None,
         lexical: bool = True,
         resolve_refs: bool = DEFAULT_RESOLVE_REFS,
+        max_citations: int | None = DEFAULT_MAX_CITATIONS,
+        min_score: float = DEFAULT_MIN_SCORE,
+        relative_score: float = DEFAULT_RELATIVE_SCORE,
         cache_size: int = 64,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
+        search_kwargs = dict(search_kwargs or {})
+        top_k = search_kwargs.pop("similarity_top_k", None)
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0):
+            raise ValueError(f"similarity_top_k must be a positive integer, not {top_k!r}")
         self.options = QueryOptions(
             budget=budget,
             size=size,
@@ -176,6 +186,10 @@ class SpireRetriever(BaseRetriever):
             fill=fill,
             tables=tables,
             resolve_refs=resolve_refs,
+            max_pages=top_k,
+            max_citations=max_citations,
+            min_score=min_score,
+            relative_score=relative_score,
         )
         if docstore is None:
             if not isinstance(index, VectorStoreIndex):
@@ -188,7 +202,7 @@ class SpireRetriever(BaseRetriever):
         self.sources = (
             docstore if isinstance(docstore, SourceDocuments) else SourceDocuments(docstore, maxsize=cache_size)
         )
-        self.search_kwargs = dict(search_kwargs or {})
+        self.search_kwargs = search_kwargs
         if filters is not None:
             self.search_kwargs["filters"] = filters
         #: BM25 over every sentence of the stored pages, fused with the vector ranking (``lexical=False``: off)
@@ -204,6 +218,9 @@ class SpireRetriever(BaseRetriever):
     fill = property(lambda self: self.options.fill)
     tables = property(lambda self: self.options.tables)
     resolve_refs = property(lambda self: self.options.resolve_refs)
+    max_citations = property(lambda self: self.options.max_citations)
+    min_score = property(lambda self: self.options.min_score)
+    relative_score = property(lambda self: self.options.relative_score)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -345,15 +362,8 @@ def _check_options(options: dict[str, Any]) -> None:
     typo such as ``budgt=``) and the ones it does, before any page is read or embedded."""
     own = inspect.signature(SpireRetriever.from_documents).parameters
     known = [p for p in inspect.signature(SpireRetriever.__init__).parameters if p not in ("self", "index", "docstore")]
-    unknown = [name for name in options if name not in known]
-    if not unknown:
-        return
-    hints = [
-        f"{name!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(name, known, 1)) else repr(name)
-        for name in unknown
-    ]
-    valid = sorted({*known, *(p for p in own if p not in ("cls", "documents", "options"))})
-    raise TypeError(f"SpireRetriever.from_documents: unknown option(s) {', '.join(hints)}; valid: {', '.join(valid)}")
+    extra = [p for p in own if p not in ("cls", "documents", "options")]
+    check_options("SpireRetriever.from_documents", options, [*known, *extra])
 
 
 def _check_spire_nodes(index: SentenceSearch, sample: int = 8) -> bool:

@@ -2,12 +2,12 @@
 
     spire serve --store DIR [--host 127.0.0.1] [--port 8765]
 
-    GET /query?q=QUESTION[&budget=N][&top_k=K]   the JSON of ``spire query --json``
+    GET /query?q=QUESTION[&budget=N][&max_citations=N][&min_score=S][&first_k=K]   the JSON of ``spire query --json``
     GET /health                                  {"status": "ok", "store": ..., "pages": N, "nodes": N}
 
 Errors are JSON too: ``{"error": "..."}`` with status 400 (a bad parameter), 404 (another path)
 or 500. The server (the standard library's ``ThreadingHTTPServer``) answers each request in its
-own thread; the retrievers (one per budget and ``top_k`` asked) share the parsed pages. It
+own thread; the retrievers (one per set of options asked) share the parsed pages. It
 serves the store as it was when started: restart it after ``spire index`` has updated the store.
 It has no authentication: keep it on 127.0.0.1 unless a proxy in front of it adds some.
 """
@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from spire_core import SpireError
-from spire_core.options import DEFAULT_BUDGET, DEFAULT_FIRST_K, DEFAULT_RESOLVE_REFS
 
 if TYPE_CHECKING:
     from llama_index.core.llms import LLM
     from llama_index.core.schema import NodeWithScore
+
+    from spire_core.pipeline import QueryOptions
 
     from .retriever import SpireRetriever
     from .store import Store
@@ -36,7 +37,7 @@ log = logging.getLogger("spire_llamaindex")
 
 #: the largest budget a request may ask for (a larger one is refused with status 400)
 MAX_BUDGET = 100_000
-#: retrievers kept, one per (budget, top_k) asked; beyond this the oldest is dropped
+#: retrievers kept, one per set of query options asked; beyond this the oldest is dropped
 MAX_RETRIEVERS = 32
 
 
@@ -57,9 +58,7 @@ def query_nodes(
     return nodes, next((r for r in reports if r), {"ok": True, "labels": [], "unknown": [], "error": None})
 
 
-def payload_of(
-    question: str, budget: int, nodes: list[NodeWithScore], report: dict[str, Any] | None
-) -> dict[str, Any]:
+def payload_of(question: str, budget: int, nodes: list[NodeWithScore], report: dict[str, Any] | None) -> dict[str, Any]:
     """What ``spire query --json`` prints: the question, the budget, one result per page (its
     text, cost, score, paths and citations) and the evidence filter's report."""
     from spire_core.results.schema import COST, DOC_ID, PATHS, citation_records
@@ -87,57 +86,47 @@ def query_payload(retriever: SpireRetriever, question: str, *, llm: LLM | None =
 
 
 class QueryService:
-    """A loaded store answering questions: one retriever per ``(budget, top_k)``, all sharing the
-    store's parsed pages (``cache_size`` of them, default every page of the store)."""
+    """A loaded store answering questions: one retriever per set of query options asked (``options``:
+    the base ``QueryOptions`` fields, as the ``SpireRetriever``'s), all sharing the store's parsed
+    pages (``cache_size`` of them, default every page of the store)."""
 
     def __init__(
         self,
         store: Store,
         *,
-        budget: int = DEFAULT_BUDGET,
-        first_k: int = DEFAULT_FIRST_K,
-        resolve_refs: bool = DEFAULT_RESOLVE_REFS,
         llm: LLM | None = None,
         cache_size: int | None = None,
+        **options: Any,
     ) -> None:
         self.store = store
-        self.budget, self.first_k, self.llm = budget, first_k, llm
+        self.llm = llm
         self._cache_size = cache_size or max(64, len(store.manifest.get("documents", ())))
-        self._base = store.retriever(
-            budget=budget, first_k=first_k, cache_size=self._cache_size, resolve_refs=resolve_refs
-        )
-        self._retrievers: dict[tuple[int, int], SpireRetriever] = {(budget, first_k): self._base}
+        self._base = store.retriever(cache_size=self._cache_size, **options)
+        self._retrievers: dict[QueryOptions, SpireRetriever] = {self._base.options: self._base}
         self._lock = threading.Lock()
 
-    def retriever(self, budget: int, first_k: int) -> SpireRetriever:
+    def retriever(self, **overrides: Any) -> SpireRetriever:
+        """The retriever answering with the base options but ``overrides`` (``QueryOptions`` fields,
+        None: the base's), made once per set of options and sharing the parsed pages and the BM25 index."""
         from .retriever import SpireRetriever
 
-        key = (budget, first_k)
+        options = self._base.options.but(**overrides)
         with self._lock:
-            found = self._retrievers.get(key)
+            found = self._retrievers.get(options)
             if found is None:
-                base = self._base
-                found = SpireRetriever(
-                    self.store.index,
-                    base.sources,  # parsed pages shared
-                    budget=budget,
-                    size=base.size,
-                    policy=base.policy,
-                    fmt=base.fmt,
-                    first_k=first_k,
-                    resolve_refs=base.resolve_refs,
-                )
-                found.lexicon = base.lexicon  # one BM25 index, kept in step once
+                found = SpireRetriever(self.store.index, self._base.sources)  # parsed pages shared
+                found.options = options
+                found.lexicon = self._base.lexicon  # one BM25 index, kept in step once
                 if len(self._retrievers) >= MAX_RETRIEVERS:
-                    oldest = next(k for k in self._retrievers if k != (self.budget, self.first_k))
+                    oldest = next(k for k in self._retrievers if k != self._base.options)
                     del self._retrievers[oldest]
-                self._retrievers[key] = found
+                self._retrievers[options] = found
             return found
 
-    def answer(self, question: str, *, budget: int | None = None, first_k: int | None = None) -> dict[str, Any]:
-        """The JSON payload of ``spire query --json`` for ``question``."""
-        retriever = self.retriever(budget or self.budget, first_k or self.first_k)
-        return query_payload(retriever, question, llm=self.llm)
+    def answer(self, question: str, **overrides: Any) -> dict[str, Any]:
+        """The JSON payload of ``spire query --json`` for ``question`` (``overrides``: ``QueryOptions``
+        fields for this question, e.g. ``budget``, ``max_citations``)."""
+        return query_payload(self.retriever(**overrides), question, llm=self.llm)
 
     def warm(self) -> None:
         """Parse the store's pages (up to the cache's size) and embed a first question, so that
@@ -173,6 +162,19 @@ def _positive(params: dict[str, list[str]], name: str, most: int) -> int | None:
     return value
 
 
+def _unit(params: dict[str, list[str]], name: str) -> float | None:
+    values = params.get(name)
+    if not values:
+        return None
+    try:
+        value = float(values[-1])
+    except ValueError:
+        raise ValueError(f"{name} must be a number, not {values[-1]!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be between 0 and 1, not {value}")
+    return value
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: a client's next request skips the connection set-up
     # TCP_NODELAY: with keep-alive, Nagle's algorithm held each reply's body back until the client's
@@ -193,13 +195,18 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if not question.strip():
                 raise ValueError("the question is empty: /query?q=QUESTION")
-            budget = _positive(params, "budget", MAX_BUDGET)
-            first_k = _positive(params, "top_k", 10_000)
+            overrides = {
+                "budget": _positive(params, "budget", MAX_BUDGET),
+                "first_k": _positive(params, "first_k", 10_000),
+                "max_citations": _positive(params, "max_citations", 10_000),
+                "min_score": _unit(params, "min_score"),
+            }
+            self.server.service.retriever(**overrides)  # options checked: a bad value is the client's
         except ValueError as err:
             self._send(HTTPStatus.BAD_REQUEST, {"error": str(err)})
             return
         try:
-            payload = self.server.service.answer(question, budget=budget, first_k=first_k)
+            payload = self.server.service.answer(question, **overrides)
         except SpireError as err:
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(err)})
             return

@@ -32,16 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spire_core import HTML, NONE, SpireError
-from spire_core.options import (
-    DEFAULT_BUDGET,
-    DEFAULT_FILL,
-    DEFAULT_FIRST_K,
-    DEFAULT_MAX_ROUNDS,
-    DEFAULT_RESOLVE_REFS,
-    DEFAULT_SIZE,
-)
 from spire_core.query.lexical import INDEX_FILE, LexicalIndex, Lexicon
-from spire_core.size import SizeFn
 
 from .embedding import DEFAULT_MODEL, default_embeddings
 
@@ -186,35 +177,13 @@ class Store:
     manifest: dict[str, Any]
     lexical: LexicalIndex | None = None
 
-    def retriever(
-        self,
-        *,
-        budget: int = DEFAULT_BUDGET,
-        size: SizeFn = DEFAULT_SIZE,
-        first_k: int = DEFAULT_FIRST_K,
-        max_rounds: int = DEFAULT_MAX_ROUNDS,
-        fill: float = DEFAULT_FILL,
-        cache_size: int = 64,
-        lexical: bool = True,
-        resolve_refs: bool = DEFAULT_RESOLVE_REFS,
-    ) -> SpireRetriever:
+    def retriever(self, **options: Any) -> SpireRetriever:
         """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does
-        (its BM25 index starts from the one saved with the store)."""
+        (its BM25 index starts from the one saved with the store); ``options`` are the retriever's
+        (``budget``, ``max_citations``, ``cache_size``, ...)."""
         from .retriever import SpireRetriever
 
-        retriever = SpireRetriever(
-            self.index,
-            budget=budget,
-            size=size,
-            policy=self.parser.policy,
-            fmt=self.parser.fmt,
-            first_k=first_k,
-            max_rounds=max_rounds,
-            fill=fill,
-            cache_size=cache_size,
-            lexical=lexical,
-            resolve_refs=resolve_refs,
-        )
+        retriever = SpireRetriever(self.index, **{"policy": self.parser.policy, "fmt": self.parser.fmt, **options})
         if retriever.lexicon is not None and self.lexical is not None:
             retriever.lexicon.restore(self.lexical)
         return retriever

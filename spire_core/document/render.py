@@ -61,7 +61,7 @@ def render(
     """Render the subdocument ``(doc, paths)`` as ``"markdown"`` or ``"text"``.
 
     ``labels`` wrap each unit's text in ``<name>…</name>``; ``markers`` put `` [name]`` after
-    each unit's last word (a citation marker).
+    each unit's last word in each block it spans (a citation marker).
     """
     label_nodes = {name: doc.indices(p) for name, p in (labels or {}).items()}
     marker_nodes = {name: doc.indices(p) for name, p in (markers or {}).items()}
@@ -116,10 +116,19 @@ def _marks(
             marks.opens.setdefault(texts[0], []).append(name)
             marks.closes.setdefault(texts[-1], []).insert(0, name)
     for name, nodes in markers.items():
-        words = [i for i in link_indices(doc, nodes) if i in keep and doc.tag[i] is None and doc.text[i].strip()]
-        if words:
-            marks.after.setdefault(max(words), []).append(name)
+        words = sorted(i for i in link_indices(doc, nodes) if i in keep and doc.tag[i] is None and doc.text[i].strip())
+        last = {_block_of(doc, i): i for i in words}  # a citation spanning blocks is marked at the end of each
+        for i in sorted(last.values()):
+            marks.after.setdefault(i, []).append(name)
     return marks
+
+
+def _block_of(doc: Document, node: int) -> int:
+    """The nearest element above ``node`` that is not inline (-1: none)."""
+    j = doc.parent[node]
+    while j >= 0 and doc.tag[j] in INLINE_TAGS:
+        j = doc.parent[j]
+    return j
 
 
 def code_fence(code: str) -> str:

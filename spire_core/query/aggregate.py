@@ -118,6 +118,16 @@ def own_context(doc: Document, policy: Policy, seed: frozenset[int]) -> frozense
     return got
 
 
+def own_text(doc: Document, seed: frozenset[int], policy: Policy = HTML, fmt: Fmt = "markdown") -> str:
+    """The rendering of a seed's :func:`own_context` (what its citation shows alone), memoised per document."""
+    memo = _OWN(doc)
+    key = (policy, fmt, seed)
+    text = memo.get(key)
+    if text is None:
+        text = memo[key] = render_indices(doc, own_context(doc, policy, seed), fmt=fmt)
+    return text
+
+
 def own_paths(doc: Document, paths: Iterable[Path], policy: Policy = HTML) -> frozenset[Path]:
     """The path set that shows a citation of ``paths``: :func:`own_context` as paths (what its text renders)."""
     return doc.to_paths(own_context(doc, policy, frozenset(doc.indices(paths))))
@@ -390,13 +400,8 @@ class _Admission:
         return got
 
     def own_text(self, doc: Document, frozen: frozenset[int]) -> str:
-        """The rendering of a seed's own context, memoised per document (``frozen``: the seed, hashable)."""
-        memo = _OWN(doc)
-        key = (self.policy, self.fmt, frozen)
-        text = memo.get(key)
-        if text is None:
-            text = memo[key] = render_indices(doc, own_context(doc, self.policy, frozen), fmt=self.fmt)
-        return text
+        """:func:`own_text` under this admission's policy and format."""
+        return own_text(doc, frozen, self.policy, self.fmt)
 
     def result(self) -> list[Subdocument]:
         ordered = sorted(self.groups.items(), key=lambda kv: kv[1].rank)

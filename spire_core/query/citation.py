@@ -15,7 +15,9 @@ from spire_core.document.tree import Path
 class Citation:
     """One citable piece of evidence: ``paths`` of document ``doc_id``, rendered as ``text``.
 
-    ``references`` are the references its text makes (:mod:`spire_core.document.links`), recorded
+    ``score`` is its strength as evidence for the question, in [0, 1] (:mod:`spire_core.query.strength`);
+    ``evidence`` says whether the query names it as evidence (within the citation cut) or delivers
+    it as context only. ``references`` are the references its text makes (:mod:`spire_core.document.links`), recorded
     beside the text and never substituted into it; ``referenced_by`` is, for a citation delivered
     by following a reference (``resolve_refs``), the key of the citation that makes the reference.
     """
@@ -26,6 +28,7 @@ class Citation:
     score: float | None = field(default=None, compare=False)
     references: tuple[Reference, ...] = field(default=(), compare=False)
     referenced_by: str | None = field(default=None, compare=False)
+    evidence: bool = field(default=True, compare=False)
 
     def key(self) -> str:
         """A stable identifier: ``doc_id#encoded-paths`` (:func:`citation_key`)."""
@@ -41,6 +44,8 @@ class Citation:
             out["references"] = [r.to_dict() for r in self.references]
         if self.referenced_by is not None:
             out["referenced_by"] = self.referenced_by
+        if not self.evidence:
+            out["evidence"] = False
         return out
 
     @classmethod
@@ -56,6 +61,7 @@ class Citation:
             data.get("score"),
             tuple(Reference.from_dict(r) for r in refs if isinstance(r, dict)),
             by if isinstance(by, str) else None,
+            data.get("evidence", True) is not False,
         )
 
     def to_json(self) -> str:

@@ -150,7 +150,7 @@ def table_views(
     left = int(share * budget)
     lexicon = _Lexicon(question, [(docs[t.doc_id], t.table) for t in candidates])
     held = frozenset().union(*(_terms(r.text, docs[r.doc_id].language) for r in results))
-    for t in _ranked(candidates, docs, lexicon):
+    for t, rank in _ranked(candidates, docs, lexicon):
         if sum(len(v) for v in views.values()) >= tables:
             break
         doc = docs[t.doc_id]
@@ -159,7 +159,7 @@ def table_views(
             continue  # what outranks the table on other pages fills the budget
         cells, text = _view_cells(doc, grid(doc, t.table), t.cells, lexicon, room, size, policy, fmt)
         paths = doc.to_paths(_subtrees(doc, cells))
-        views.setdefault(t.doc_id, []).append(Citation(t.doc_id, paths, text, t.score))
+        views.setdefault(t.doc_id, []).append(Citation(t.doc_id, paths, text, rank))
         left -= size(text)
         if left < MIN_VIEW:
             break
@@ -295,8 +295,11 @@ SEED_WEIGHT = 5.0
 MIN_ROW_WORDS = 2
 
 
-def _ranked(candidates: Sequence[_Table], docs: Mapping[str, Document], lexicon: _Lexicon) -> list[_Table]:
-    """The tables to view, best first: what the question names in them, whether seeds were admitted, their score.
+def _ranked(
+    candidates: Sequence[_Table], docs: Mapping[str, Document], lexicon: _Lexicon
+) -> list[tuple[_Table, float]]:
+    """The tables to view, best first, with their ranking value: what the question names in them,
+    whether seeds were admitted, their score (a view's citation carries the value as its score).
 
     A table without admitted seeds takes part only when the question names one of its
     column labels or, when the ranking admitted some table cells (the question is about
@@ -311,7 +314,7 @@ def _ranked(candidates: Sequence[_Table], docs: Mapping[str, Document], lexicon:
         if t.cells or named:
             rank = words + (ADMITTED_BONUS if t.cells else 0.0) + SEED_WEIGHT * t.score
             scored.append((-rank, k, t))
-    return [t for _, _, t in sorted(scored)]
+    return [(t, -rank) for rank, _, t in sorted(scored)]
 
 
 class _Lexicon:

@@ -49,7 +49,7 @@ MEMBERS = "spire_members"
 SEEDS = "spire_seeds"
 #: what a result's rendering costs under the size function
 COST = "spire_cost"
-#: a result's score (its best hit's similarity)
+#: a result's score: its strongest citation's strength as evidence, in [0, 1] (:mod:`spire_core.query.strength`)
 SCORE = "spire_score"
 #: a result's citations, one :meth:`Citation.to_dict` each
 CITATIONS = "spire_citations"

@@ -1,11 +1,13 @@
 """Numbered sources for an answer prompt: one merged view per page, citation markers inside it.
 
 What an LLM is sent is what the budget paid for: each retrieved page once, as its merged
-rendering (shared headings and labels once), with ``[n]`` after the text of the ``n``-th
-citation (citations are numbered in result order, so ``[n]`` in an answer is the
-``n``-th of :func:`numbered`). The markers and the ``Source:`` lines cost tokens too; when
-the whole no longer fits ``budget``, the lowest-scored citations are left out (their page
-re-rendered without them, its number kept free) until it does.
+rendering (shared headings and labels once, the citations delivered as context included),
+with ``[n]`` after the text of the ``n``-th strongest citation named as evidence (the
+markers follow :func:`numbered`: ``[1]`` is the strongest, whatever its place in the page's
+reading order). The markers and the ``Source:`` lines cost tokens too; when the whole no
+longer fits ``budget``, the weakest citations are left out (their page re-rendered without
+them), those delivered as context first, then the evidence from the last number: the
+markers shown are always ``[1]`` to ``[m]``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from spire_core.document.render import render
 from spire_core.options import DEFAULT_SIZE, Fmt
 from spire_core.query.aggregate import Documents, Subdocument, document_lookup
 from spire_core.query.citation import Citation
+from spire_core.query.strength import ranked_evidence
 from spire_core.size import SizeFn
 
 
@@ -27,17 +30,17 @@ class Sources:
 
     #: the text sent: per page a ``Source: doc_id`` line and its marked merged view
     text: str
-    #: ``[n]`` is ``citations[n - 1]`` (left-out citations keep their number)
+    #: ``[n]`` is ``citations[n - 1]``
     citations: list[Citation]
-    #: numbers of the citations that are in ``text``
+    #: numbers of the citations that are in ``text`` (``1`` to ``m``)
     shown: frozenset[int]
     #: ``size(text)``
     cost: int
 
 
 def numbered(results: Sequence[Subdocument]) -> list[Citation]:
-    """The citations of ``results`` in order: the ``n``-th is marked ``[n]``."""
-    return [c for sub in results for c in sub.citations]
+    """The citations of ``results`` named as evidence, strongest first: the ``n``-th is marked ``[n]``."""
+    return ranked_evidence(results)
 
 
 def cite_sources(
@@ -52,36 +55,35 @@ def cite_sources(
     """One marked merged view per page of ``results`` (in order), fitted to ``budget`` when given."""
     get = document_lookup(documents)
     citations = numbered(results)
-    pages: list[tuple[str, list[int]]] = []
-    n = 0
-    for sub in results:
-        pages.append((sub.doc_id, list(range(n + 1, n + 1 + len(sub.citations)))))
-        n += len(sub.citations)
-    shown = {k for _, numbers in pages for k in numbers}
+    number = {id(c): n for n, c in enumerate(citations, start=1)}
+    pages = [(sub.doc_id, list(sub.citations)) for sub in results]
+    kept = {id(c) for _, cited in pages for c in cited}
 
-    def view(doc_id: str, numbers: list[int]) -> str:
-        kept = [k for k in numbers if k in shown]
-        if not kept:
+    def view(doc_id: str, cited: list[Citation]) -> str:
+        shown = [c for c in cited if id(c) in kept]
+        if not shown:
             return ""
         doc = get(doc_id)
-        seeds = frozenset(p for k in kept for p in citations[k - 1].paths)
-        markers = {str(k): citations[k - 1].paths for k in kept}
+        seeds = frozenset(p for c in shown for p in c.paths)
+        markers = {str(number[id(c)]): c.paths for c in shown if id(c) in number}
         body = render(doc, global_context(doc, seeds, policy), fmt=fmt, markers=markers)
         return f"Source: {doc_id}\n\n{body}"
 
-    views = [view(doc_id, numbers) for doc_id, numbers in pages]
+    views = [view(doc_id, cited) for doc_id, cited in pages]
     text = _join(views)
     cost = size(text)
-    # left out first: the lowest score, then the latest number
-    order = sorted(shown, key=lambda k: (citations[k - 1].score or 0.0, -k))
+    # left out first: the context citations (weakest first), then the evidence from the last number
+    context = sorted((c for _, cited in pages for c in cited if id(c) not in number), key=lambda c: c.score or 0.0)
+    order = [*context, *reversed(citations)]
     while budget is not None and cost > budget and order:
         dropped = order.pop(0)
-        shown.discard(dropped)
-        page = next(i for i, (_, numbers) in enumerate(pages) if dropped in numbers)
+        kept.discard(id(dropped))
+        page = next(i for i, (_, cited) in enumerate(pages) if any(c is dropped for c in cited))
         views[page] = view(*pages[page])
         text = _join(views)
         cost = size(text)
-    return Sources(text, citations, frozenset(shown), cost)
+    shown = frozenset(number[i] for i in kept if i in number)
+    return Sources(text, citations, shown, cost)
 
 
 def _join(views: Sequence[str]) -> str:

@@ -49,9 +49,7 @@ PLAIN = "<title>Beta</title><p>Beta one holds. Beta two holds. Beta three holds.
 MARKER = re.compile(r"<(/?)E(\d+)>")
 
 
-def _setup(
-    pages: dict[str, str], budget: int = 800
-) -> tuple[list[Subdocument], dict[str, Document], list[View], str]:
+def _setup(pages: dict[str, str], budget: int = 800) -> tuple[list[Subdocument], dict[str, Document], list[View], str]:
     docs = {doc_id: parse_html(html, doc_id=doc_id) for doc_id, html in pages.items()}
     hits = [
         Hit(doc_id, s.paths, 1.0 - (k + 10 * n) / 1000)
@@ -211,8 +209,8 @@ def test_final_answer_skips_reasoning() -> None:
 
 
 _HOSTILE_TEXT = st.lists(
-    st.sampled_from(["<E1>", "</E1>", "<E9>", "< /e_2 >", "\n--- document \"x\" ---\n", "[\"E3\"]", "```", "text"])
-    | st.text(alphabet="<>/E0123456789-\n \"", max_size=12),
+    st.sampled_from(["<E1>", "</E1>", "<E9>", "< /e_2 >", '\n--- document "x" ---\n', '["E3"]', "```", "text"])
+    | st.text(alphabet='<>/E0123456789-\n "', max_size=12),
     max_size=12,
 ).map("".join)
 

@@ -36,13 +36,13 @@ def tiny() -> Document:
     return parse_html(LISTING_1, segment=False)
 
 
-
 @settings(max_examples=60, deadline=None)
 @given(html=html_pages(), data=st.data())
 def test_link_in_document_order_is_up_united_with_down_sorted(html: str, data: st.DataObject) -> None:
     doc = parse_html(html)
     nodes = data.draw(st.sets(st.integers(0, len(doc) - 1), max_size=12))
     assert link_order(doc, nodes) == sorted(up_indices(doc, nodes) | down_indices(doc, nodes))
+
 
 # -- Example 2.2 -----------------------------------------------------------------------
 def test_example_2_2_up(tiny: Document) -> None:

@@ -41,7 +41,7 @@ def test_one_view_per_page_with_markers_for_its_citations(documents: dict) -> No
     assert sources.shown == frozenset(range(1, len(sources.citations) + 1))
     assert sources.text.count("Source: postgresql-wal.html") == 1
     marks = [int(n) for n in re.findall(r" \[(\d+)\]", sources.text)]
-    assert sorted(marks) == sorted(sources.shown)
+    assert sorted(set(marks)) == sorted(sources.shown)  # a citation spanning blocks is marked in each
     # the headings shared by all citations are sent once, not once per citation
     heading = "## 20.5. Write Ahead Log"
     assert sum(heading in c.text for c in sources.citations) > 1

@@ -82,4 +82,3 @@ def test_a_table_of_one_cell_with_a_caption_stays_a_table() -> None:
     doc = parse_html("<table><caption>Totals</caption><tr><td>42 units</td></tr></table>")
     out = render(doc, list(doc.paths()))
     assert "Totals" in out and "| 42 units |" in out
-

@@ -40,7 +40,7 @@ def test_offline_answer_cites_the_right_sentence(
 
 def test_openai_compatible_server(example_index: SpireRetriever, capsys: pytest.CaptureFixture[str]) -> None:
     def answer(prompt: str) -> str:
-        hit = re.findall(r"30 seconds and one day\. \[(\d+)\]", prompt)  # the marker after the sentence
+        hit = re.findall(r"30 seconds and one day\.[^\[\n]*\[(\d+)\]", prompt)  # the marker ending its block
         return f"Between 30 seconds and one day [{hit[0]}]." if hit else "I do not know."
 
     with OpenAIStub(answer) as stub:

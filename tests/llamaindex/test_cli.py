@@ -101,7 +101,7 @@ def test_show_highlights_a_citation(example_store: Path, tmp_path: Path, capsys:
     code, stdout, _ = run(capsys, "show", "--store", example_store, hit["id"], "--out", out)
     assert code == 0 and "1 citation(s)" in stdout
     page = out.read_text(encoding="utf-8")
-    marked = page.split('data-citation="1"', 1)[1].split("</mark>", 1)[0]
+    marked = " ".join(m.split("</mark>", 1)[0] for m in page.split('data-citation="1"')[1:])  # each of its blocks
     assert PHRASE in marked
     bad = hit["id"].rsplit("#", 1)[0] + "#9.9.9"
     one_line_error(*run(capsys, "show", "--store", example_store, bad, "--out", out)[::2], "is not in page")
@@ -124,8 +124,8 @@ def test_a_citation_id_pastes_unquoted_into_spire_show(
         line = f"{spire} show --store {shlex.quote(str(example_store))} {pasted} --out {shlex.quote(str(out))}"
         proc = subprocess.run(line, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stderr
-        marked = out.read_text(encoding="utf-8").split('data-citation="1"', 1)[1].split("</mark>", 1)[0]
-        assert PHRASE in marked
+        marks = out.read_text(encoding="utf-8").split('data-citation="1"')[1:]
+        assert PHRASE in " ".join(m.split("</mark>", 1)[0] for m in marks)
 
 
 def test_query_with_the_filter(

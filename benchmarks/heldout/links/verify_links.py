@@ -101,7 +101,8 @@ def check(qfile):
         linking = [
             a
             for a in root(doc).iter("a")
-            if a.get("href") and resolve(doc, a.get("href")) == target
+            if a.get("href")
+            and resolve(doc, a.get("href")) == target
             and norm(sentence) in text_of(next((b for b in a.iterancestors() if b.tag in BLOCKS), a))
         ]
         if not linking:

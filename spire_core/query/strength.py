@@ -1,0 +1,237 @@
+"""Ranked evidence: each citation's own score for the question, best first, and the cut that names it.
+
+Aggregation admits sentence hits in fused rank order and pays for them per page; what it
+admits is the delivered text. Which of it is the *evidence* is decided here, after the
+table views, for what a reader sees first:
+
+- **Citations are what the search scored.** The sentences admitted from one passage (the
+  unit that was embedded and found) are one citation: their path sets' union, rendered with
+  its own global context (a passage's sentences read together: a parameter's description,
+  then "The default is five minutes."). A table view, a followed reference and a sentence
+  found by the lexical ranking alone stay citations of their own.
+- **Each citation's strength** is in [0, 1]: ``(dense + LEXICAL_WEIGHT * lexical) / (1 +
+  LEXICAL_WEIGHT)``, where ``dense`` is its passage's similarity to the question (cosine,
+  below 0 read as 0) and ``lexical`` its best sentence's BM25 score over the question's best
+  (:class:`Signals`; 1 for the sentence naming the question's rare words best; without a
+  lexical ranking, ``dense`` alone: the same scale). A table view (ranked among the views
+  by :func:`~spire_core.query.table_views.table_views`: what the question names in its
+  table) holds every admitted cell of its table under its row and column labels: it is as
+  strong as the strongest citation it holds (a view of a table no seed reached: as the
+  weakest of its page), and never weaker than a view ranked below it; the best-ranked view
+  of the query is as strong as its page's strongest citation (the table the question names
+  is where a reader looks first). Among equal strengths a view comes first.
+- **Results and citations come best first**: a result's score is its best citation's, and
+  a result lists its citations by strength (its text keeps the page's reading order).
+- **The cut** (:class:`Cut`) names as evidence the strongest citations: at most
+  ``max_citations``, each at least ``min_score`` and at least ``relative`` times the best
+  one's strength; the others stay delivered, as context (``Citation.evidence`` False). The
+  delivered text and its cost are what aggregation paid for: the cut changes what is cited,
+  not what a model reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from spire_core.context import HTML, Policy
+from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Path
+from spire_core.options import DEFAULT_MAX_CITATIONS, DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE, Fmt
+from spire_core.query.aggregate import Hit, Subdocument, own_text, seed_indices
+from spire_core.query.citation import Citation
+
+#: How much a sentence's lexical match counts against its passage's similarity (tuned on the
+#: docs and wtq dev sets, the first citation holding the answer; see docs/benchmarks.md).
+LEXICAL_WEIGHT = 0.5
+
+Key = tuple[str, frozenset[Path]]
+
+
+@dataclass
+class Signals:
+    """What the query's rankings said of each sentence (a page and a sentence path set)."""
+
+    #: sentence -> (its passage's members, the passage's similarity to the question), from the
+    #: first (best) passage listing it
+    passages: dict[Key, tuple[tuple[frozenset[Path], ...], float]] = field(default_factory=dict)
+    #: sentence -> its lexical (BM25) score, for the sentences the lexical ranking returned
+    lexical: dict[Key, float] = field(default_factory=dict)
+    #: whether a lexical ranking took part (without one a strength is its passage's similarity alone)
+    fused: bool = True
+
+    def record_passages(self, hits: Sequence[object]) -> None:
+        """Note each passage hit's members (``PassageHit``: ``doc_id``, ``members``, ``score``)."""
+        for hit in hits:
+            doc_id, members, score = hit.doc_id, hit.members, hit.score  # type: ignore[attr-defined]
+            for m in members:
+                self.passages.setdefault((doc_id, m), (tuple(members), float(score)))
+
+    def record_lexical(self, hits: Sequence[Hit]) -> None:
+        """Note the lexical ranking's scores."""
+        for hit in hits:
+            self.lexical.setdefault((hit.doc_id, hit.paths), float(hit.score))
+
+    def strength(self, doc_id: str, members: Sequence[frozenset[Path]]) -> float:
+        """The strength of a citation of ``members`` (sentence path sets) of page ``doc_id``, in [0, 1]."""
+        top = max(self.lexical.values(), default=0.0)
+        dense = lexical = 0.0
+        for m in members:
+            found = self.passages.get((doc_id, m))
+            if found is not None:
+                dense = max(dense, found[1])
+            if top > 0:
+                lexical = max(lexical, self.lexical.get((doc_id, m), 0.0) / top)
+        if not self.fused:
+            return min(dense, 1.0)
+        return (min(dense, 1.0) + LEXICAL_WEIGHT * min(lexical, 1.0)) / (1.0 + LEXICAL_WEIGHT)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Which of a query's delivered citations are named as evidence (module docstring)."""
+
+    #: at most this many citations are named (None: no limit)
+    max_citations: int | None = DEFAULT_MAX_CITATIONS
+    #: a named citation's strength is at least this
+    min_score: float = DEFAULT_MIN_SCORE
+    #: ... and at least this share of the strongest citation's
+    relative: float = DEFAULT_RELATIVE_SCORE
+
+    def __post_init__(self) -> None:
+        if self.max_citations is not None and self.max_citations <= 0:
+            raise ValueError(f"max_citations must be positive or None, not {self.max_citations}")
+        if not 0.0 <= self.min_score <= 1.0 or not 0.0 <= self.relative <= 1.0:
+            raise ValueError("min_score and relative must be in [0, 1]")
+
+    def named(self, scores: Sequence[float]) -> int:
+        """How many of ``scores`` (best first) are named."""
+        if not scores:
+            return 0
+        floor = max(self.min_score, self.relative * scores[0])
+        n = next((i for i, s in enumerate(scores) if s < floor), len(scores))
+        return n if self.max_citations is None else min(n, self.max_citations)
+
+
+def rank_evidence(
+    results: Sequence[Subdocument],
+    signals: Signals,
+    documents: Callable[[str], Document],
+    *,
+    cut: Cut | None = None,
+    policy: Policy = HTML,
+    fmt: Fmt = "markdown",
+) -> list[Subdocument]:
+    """``results`` with their citations merged per passage, scored, ranked best first and cut
+    (module docstring); results ordered by their best citation."""
+    cut = cut or Cut()
+    merged = [_merged(sub, signals, documents(sub.doc_id), policy, fmt) for sub in results]
+    _rekey(results, merged)
+    scored = [
+        [(c if m is None else replace(c, score=signals.strength(sub.doc_id, m)), m is None) for c, m in page]
+        for sub, page in zip(results, merged, strict=True)
+    ]
+    _score_views(scored)
+    ranked: list[Subdocument] = []
+    for sub, page in zip(results, scored, strict=True):
+        # strongest first; among equals a view first (it holds the cells), then the aggregation's order
+        order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
+        citations = [page[n][0] for n in order]
+        seeds = frozenset().union(*(c.paths for c in citations)) if citations else sub.seeds
+        ranked.append(
+            replace(sub, seeds=seeds, citations=citations, score=citations[0].score or 0.0 if citations else 0.0)
+        )
+    ranked.sort(key=lambda s: -s.score)  # stable: the aggregation's order among equals
+    strengths = sorted(
+        ((c.score or 0.0, -r, -i) for r, sub in enumerate(ranked) for i, c in enumerate(sub.citations)), reverse=True
+    )
+    named = {(-r, -i) for _, r, i in strengths[: cut.named([s for s, _, _ in strengths])]}
+    return [
+        replace(sub, citations=[replace(c, evidence=(r, i) in named) for i, c in enumerate(sub.citations)])
+        for r, sub in enumerate(ranked)
+    ]
+
+
+def _rekey(results: Sequence[Subdocument], merged: list[list[tuple[Citation, list[frozenset[Path]] | None]]]) -> None:
+    """Point a followed reference's citation (``referenced_by``) at the merged citation now holding
+    the sentence that makes the reference, in place."""
+    keys = {}
+    for sub, page in zip(results, merged, strict=True):
+        for c, members in page:
+            for m in members or ():
+                if m != c.paths:
+                    keys[Citation(sub.doc_id, m, "").key()] = c.key()
+    if not keys:
+        return
+    for page in merged:
+        for n, (c, members) in enumerate(page):
+            if c.referenced_by in keys:
+                page[n] = (replace(c, referenced_by=keys[c.referenced_by]), members)
+
+
+def _score_views(pages: list[list[tuple[Citation, bool]]]) -> None:
+    """Give each table view (``(citation, True)``, scored by its table's ranking) its strength, in
+    place (module docstring)."""
+    views = []  # (the table's ranking value, the page, the view's place, its strength alone)
+    for page in pages:
+        runs = [c.score or 0.0 for c, view in page if not view]
+        for n, (v, view) in enumerate(page):
+            if view:
+                held = [c.score or 0.0 for c, other in page if not other and c.paths <= v.paths]
+                views.append(
+                    (v.score or 0.0, page, n, max(held) if held else min(runs, default=0.0), max(runs, default=0.0))
+                )
+    views.sort(key=lambda t: -t[0])
+    floor = 0.0
+    for rank in range(len(views) - 1, -1, -1):
+        _, page, n, alone, best = views[rank]
+        floor = max(floor, best if rank == 0 else alone)
+        page[n] = (replace(page[n][0], score=floor), True)
+
+
+def ranked_evidence(results: Sequence[Subdocument], *, context: bool = False) -> list[Citation]:
+    """The citations of ``results`` across pages, strongest first: the named evidence (with
+    ``context``, the citations delivered as context after it)."""
+    return ranked_evidence_of([c for sub in results for c in sub.citations], context=context)
+
+
+def ranked_evidence_of(citations: Sequence[Citation], *, context: bool = False) -> list[Citation]:
+    """:func:`ranked_evidence` of citations listed page by page (stable among equal strengths)."""
+    cited = [c for c in citations if context or c.evidence]
+    return sorted(cited, key=lambda c: (not c.evidence, -(c.score or 0.0)))
+
+
+def _merged(
+    sub: Subdocument, signals: Signals, doc: Document, policy: Policy, fmt: Fmt
+) -> list[tuple[Citation, list[frozenset[Path]] | None]]:
+    """``sub``'s citations with those of one passage's sentences merged into one (in the place
+    of the first), each merged one rendered with its own global context; with each, the
+    sentence path sets it is made of (None for a table view: a whole the rankings did not score)."""
+    groups: dict[object, list[Citation]] = {}
+    for n, c in enumerate(sub.citations):
+        found = signals.passages.get((sub.doc_id, c.paths)) if c.referenced_by is None else None
+        groups.setdefault(n if found is None else found[0], []).append(c)
+    out: list[tuple[Citation, list[frozenset[Path]] | None]] = []
+    for group in groups.values():
+        if len(group) > 1:  # a heading among a passage's sentences is their global context, not evidence
+            group = [c for c in group if not _heading(doc, c.paths)] or group
+        members = [c.paths for c in group]
+        if len(group) == 1:
+            c = group[0]
+            sentence = (sub.doc_id, c.paths) in signals.passages or (sub.doc_id, c.paths) in signals.lexical
+            out.append((c, members if sentence or c.referenced_by is not None else None))
+            continue
+        paths = frozenset().union(*members)
+        refs = tuple(dict.fromkeys(r for c in group for r in c.references))
+        text = own_text(doc, seed_indices(doc, paths)[1], policy, fmt)
+        out.append((Citation(sub.doc_id, paths, text, references=refs), members))
+    return out
+
+
+def _heading(doc: Document, paths: frozenset[Path]) -> bool:
+    """Whether a sentence stands in a heading (``h1`` to ``h6``)."""
+    j = min(seed_indices(doc, paths)[1])
+    while j >= 0 and doc.tag[j] not in HEADING_LEVELS:
+        if doc.tag[j] is not None and doc.tag[j] not in INLINE_TAGS and doc.tag[j] not in SENTINELS:
+            return False
+        j = doc.parent[j]
+    return j >= 0

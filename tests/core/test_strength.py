@@ -1,0 +1,135 @@
+"""Ranked evidence: each citation's own strength in [0, 1], strongest first, and the citation cut."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spire_core import Document, PassageHit, approx_tokens, parse_html, seeds
+from spire_core.pipeline import QueryOptions, run_query
+from spire_core.query.lexical import LexicalIndex
+from spire_core.query.strength import Cut, ranked_evidence
+
+FILLER = [
+    "The archive keeps every record for later inspection by the staff.",
+    "Records are grouped by the month in which they were written down.",
+    "Each group is stored on its own shelf in the reading room.",
+    "Visitors may ask the desk for any group they wish to consult.",
+    "A copy of each record is made when the original is too fragile.",
+]
+ANSWER = "The harbour lighthouse was first lit on 14 March 1871 by the keeper Anna Berg."
+# the answer sentence sits in the middle of one long paragraph (one passage), after other sentences
+LONG = " ".join([*FILLER[:3], ANSWER, *FILLER[3:]])
+PAGE = f"""<html><head><title>Town archive</title></head><body>
+<h1>Town archive</h1>
+<h2>Holdings</h2><p>{LONG}</p>
+<h2>Opening hours</h2><p>The archive opens at nine and closes at five. It is shut on Sundays.</p>
+<h2>Staff</h2><p>The archive has four archivists and a keeper of maps. New staff are trained for a year.</p>
+</body></html>"""
+QUESTION = "When was the harbour lighthouse first lit?"
+
+
+def _vector(text: str) -> Counter[str]:
+    return Counter(w for w in re.findall(r"\w+", text.lower()) if len(w) > 3)
+
+
+def _cosine(a: Counter[str], b: Counter[str]) -> float:
+    dot = sum(a[w] * b[w] for w in a)
+    norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+    return dot / norm if norm else 0.0
+
+
+@pytest.fixture(scope="module")
+def page() -> Document:
+    return parse_html(PAGE, doc_id="archive.html")
+
+
+def _query(doc: Document, question: str = QUESTION, **options: object) -> list:
+    units = seeds(doc)
+    q = _vector(question)
+    ranked = sorted(((u, _cosine(q, _vector(u.text))) for u in units), key=lambda t: -t[1])
+
+    def passages(n: int) -> list[PassageHit]:
+        return [PassageHit(doc.doc_id or "", u.members or (u.paths,), score) for u, score in ranked[:n]]
+
+    index = LexicalIndex()
+    index.add_document(doc)
+    opts = QueryOptions(budget=400, size=approx_tokens, **options)  # type: ignore[arg-type]
+    return run_query(question, passages, {doc.doc_id or "": doc}, opts, lambda q, n: index.hits(q, n))
+
+
+def test_the_answer_in_the_middle_of_a_long_passage_is_cited_first(page: Document) -> None:
+    results = _query(page)
+    first = ranked_evidence(results)[0]
+    assert "14 March 1871" in first.text
+    # its passage's other sentences are cited with it, not before it
+    assert all("14 March 1871" not in c.text for c in ranked_evidence(results)[1:])
+
+
+def test_strengths_are_in_the_unit_range_and_ordered(page: Document) -> None:
+    results = _query(page, max_citations=None)
+    strengths = [c.score for c in ranked_evidence(results, context=True)]
+    assert strengths and all(s is not None and 0.0 <= s <= 1.0 for s in strengths)
+    assert strengths == sorted(strengths, reverse=True)
+    for sub in results:
+        assert sub.score == max(c.score or 0.0 for c in sub.citations)
+        assert [c.score for c in sub.citations] == sorted((c.score for c in sub.citations), reverse=True)
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+
+
+def test_the_cut_changes_what_is_cited_not_what_is_delivered(page: Document) -> None:
+    full = _query(page, max_citations=None, relative_score=0.0)
+    one = _query(page, max_citations=1)
+    assert [r.text for r in full] == [r.text for r in one]  # the same delivered text and cost
+    assert [r.cost for r in full] == [r.cost for r in one]
+    named = ranked_evidence(one)
+    assert len(named) == 1 and "14 March 1871" in named[0].text
+    context = [c for r in one for c in r.citations if not c.evidence]
+    assert len(context) == len(ranked_evidence(full)) - 1
+    strict = _query(page, max_citations=None, min_score=1.0)
+    assert ranked_evidence(strict) == []  # no citation is that strong: all delivered as context
+
+
+def test_without_the_lexical_ranking_strengths_are_the_passages_similarity(page: Document) -> None:
+    units = seeds(page)
+    q = _vector(QUESTION)
+    ranked = sorted(((u, _cosine(q, _vector(u.text))) for u in units), key=lambda t: -t[1])
+
+    def passages(n: int) -> list[PassageHit]:
+        return [PassageHit("archive.html", u.members or (u.paths,), score) for u, score in ranked[:n]]
+
+    results = run_query(QUESTION, passages, {"archive.html": page}, QueryOptions(budget=400, max_citations=None))
+    best = ranked_evidence(results)[0]
+    assert best.score == pytest.approx(ranked[0][1])
+
+
+@given(
+    scores=st.lists(st.floats(0.0, 1.0), max_size=30).map(lambda s: sorted(s, reverse=True)),
+    most=st.none() | st.integers(1, 40),
+    floor=st.floats(0.0, 1.0),
+    relative=st.floats(0.0, 1.0),
+)
+def test_the_cut_names_a_prefix_within_its_bounds(
+    scores: list[float], most: int | None, floor: float, relative: float
+) -> None:
+    cut = Cut(most, floor, relative)
+    n = cut.named(scores)
+    assert 0 <= n <= len(scores) and (most is None or n <= most)
+    assert all(s >= floor and s >= relative * scores[0] for s in scores[:n])
+    if n < len(scores) and (most is None or n < most):
+        assert scores[n] < max(floor, relative * scores[0])  # the first left out is too weak
+    assert Cut(most, floor, relative).named(scores) <= Cut(None, floor, relative).named(scores)
+
+
+def test_a_cut_is_checked() -> None:
+    with pytest.raises(ValueError):
+        Cut(0)
+    with pytest.raises(ValueError):
+        QueryOptions(min_score=1.5)
+    with pytest.raises(ValueError):
+        QueryOptions(relative_score=-0.1)
