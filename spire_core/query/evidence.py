@@ -32,6 +32,7 @@ from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, OnError
 from spire_core.query.aggregate import Documents, Subdocument, document_lookup
 from spire_core.query.citation import Citation
 from spire_core.query.local import local_context_indices
+from spire_core.query.strength import ranked_evidence
 from spire_core.reading.sentences import sentence_index
 from spire_core.size import SizeFn
 
@@ -381,13 +382,12 @@ def _parse(raw: str, known: Collection[str]) -> Selection:
 
 # -- the filter --------------------------------------------------------------------------
 def _unfiltered(results: Sequence[Subdocument], documents: Documents, policy: Policy) -> list[Citation]:
-    """The results' own citations (one per seed), for when the filter cannot decide."""
+    """The results' own evidence, strongest first (the ranked cut: :func:`~spire_core.query.strength.ranked_evidence`),
+    for when the filter cannot decide; a result without citations counts as one of its seeds."""
     get = document_lookup(documents)
-    out: list[Citation] = []
+    out: list[Citation] = ranked_evidence([r for r in results if r.citations])
     for r in results:
-        if r.citations:
-            out.extend(r.citations)
-        else:
+        if not r.citations:
             doc = get(r.doc_id)
             text = render_indices(doc, policy.indices(doc, doc.indices(r.seeds)))
             out.append(Citation(r.doc_id, r.seeds, text, r.score))

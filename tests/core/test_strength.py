@@ -133,3 +133,17 @@ def test_a_cut_is_checked() -> None:
         QueryOptions(min_score=1.5)
     with pytest.raises(ValueError):
         QueryOptions(relative_score=-0.1)
+
+
+def test_the_filters_fallback_keeps_the_ranked_cut(page: Document) -> None:
+    from spire_core.pipeline import filter_results
+
+    results = _query(page, max_citations=2, relative_score=0.0)
+
+    def ask(prompt: str) -> str:
+        raise TimeoutError("the model is down")
+
+    filtered = filter_results(QUESTION, results, {"archive.html": page}, ask, options=QueryOptions(budget=400))
+    assert filtered.kept is None and not filtered.report["ok"]
+    assert filtered.evidence.citations == ranked_evidence(results)
+    assert len(filtered.evidence.citations) == 2 and "14 March 1871" in filtered.evidence.citations[0].text
