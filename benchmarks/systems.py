@@ -17,9 +17,9 @@ from typing import Any
 from spire_core import HTML, NONE, Document, MissingSourceError, Policy, Subdocument, approx_tokens, compose, seeds
 from spire_core.context import DEFINITIONS
 from spire_core.indexing.passages import PassageHit
-from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT
+from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT, QueryOptions
 from spire_core.options import Unit as UnitKind
-from spire_core.pipeline import QueryOptions, filter_results, run_query
+from spire_core.pipeline import filter_results, run_query
 from spire_core.query.lexical import LexicalIndex
 from spire_core.query.strength import ranked_evidence
 

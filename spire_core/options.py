@@ -1,15 +1,21 @@
 """One vocabulary of options: the names, types and defaults every layer (core, adapters, CLI) uses.
 
 Adapters and the CLI import their defaults from here, so the same ``budget`` buys the same
-evidence everywhere.
+evidence everywhere. :class:`QueryOptions` is the one object holding every query option: what
+:mod:`spire_core.pipeline` runs with, and what every entry point (both adapters' retrievers,
+``spire query``, ``spire serve``, the benchmark) accepts by the same names
+(tests/test_options.py).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
+from spire_core.context import HTML, Policy
+from spire_core.errors import BudgetError
 from spire_core.size import SizeFn, approx_tokens
 
 #: Rendering of a path set.
@@ -53,6 +59,76 @@ DEFAULT_RESOLVE_REFS = False
 DEFAULT_MAX_CITATIONS: int | None = 12
 DEFAULT_MIN_SCORE = 0.0
 DEFAULT_RELATIVE_SCORE = 0.4
+
+
+def widest(first_k: int = DEFAULT_FIRST_K, max_rounds: int = DEFAULT_MAX_ROUNDS) -> int:
+    """The most hits a query's rounds ask a store for (``first_k`` doubled each round): what a
+    store's own search width (pgvector's ``hnsw.ef_search``) must be at least."""
+    return first_k << (max_rounds - 1)
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """What one query delivers: the budget, how it is counted and rendered, how the search grows,
+    which citations are named as evidence.
+
+    Every field is checked here, at construction (``ValueError``; :class:`~spire_core.errors.BudgetError`
+    for the budget), so a bad value fails before any page is read or any query embedded.
+    """
+
+    #: tokens of evidence delivered per query, counted by ``size`` (positive)
+    budget: int = DEFAULT_BUDGET
+    #: ``text -> its size in tokens``: what ``budget`` counts (:data:`DEFAULT_SIZE`, the same in every adapter)
+    size: SizeFn = DEFAULT_SIZE
+    #: the global context rendered above each passage (title, headings, table labels, ...;
+    #: :data:`~spire_core.context.NONE` for none)
+    policy: Policy = HTML
+    #: how a result's text is rendered: ``"markdown"`` or ``"text"``
+    fmt: Fmt = "markdown"
+    #: hits asked of the store in the first search round (positive; the prefix then doubles)
+    first_k: int = DEFAULT_FIRST_K
+    #: search rounds at most, the prefix doubling each round (positive; :func:`widest`)
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    #: the prefix keeps growing while the results fill less than this share of the budget (positive)
+    fill: float = DEFAULT_FILL
+    #: deliver views of the best-ranked tables (:func:`~spire_core.query.table_views.table_views`)
+    tables: bool = True
+    #: keep hits of the first ``max_pages`` pages found only (positive; None: any number of pages)
+    max_pages: int | None = None
+    #: follow the references of each admitted sentence one hop into the corpus and deliver what they
+    #: name as citations of their own, under the same budget (:mod:`spire_core.query.references`)
+    resolve_refs: bool = DEFAULT_RESOLVE_REFS
+    #: name at most this many citations as evidence, strongest first (positive; None: no limit); the
+    #: others stay delivered as context (:class:`~spire_core.query.strength.Cut`)
+    max_citations: int | None = DEFAULT_MAX_CITATIONS
+    #: a citation named as evidence is at least this strong (in [0, 1]; strengths are in [0, 1])
+    min_score: float = DEFAULT_MIN_SCORE
+    #: ... and at least this share of the strongest citation's strength (in [0, 1])
+    relative_score: float = DEFAULT_RELATIVE_SCORE
+
+    def __post_init__(self) -> None:
+        if self.budget <= 0:
+            raise BudgetError(f"budget must be positive, not {self.budget}")
+        if self.fmt not in ("markdown", "text"):
+            raise ValueError(f"fmt must be 'markdown' or 'text', not {self.fmt!r}")
+        if self.first_k <= 0 or self.max_rounds <= 0 or self.fill <= 0:
+            raise ValueError("first_k, max_rounds and fill must be positive")
+        if self.max_pages is not None and self.max_pages <= 0:
+            raise ValueError(f"max_pages must be positive, not {self.max_pages}")
+        # the cut's fields, as :class:`~spire_core.query.strength.Cut` checks them
+        if self.max_citations is not None and self.max_citations <= 0:
+            raise ValueError(f"max_citations must be positive or None, not {self.max_citations}")
+        if not 0.0 <= self.min_score <= 1.0 or not 0.0 <= self.relative_score <= 1.0:
+            raise ValueError("min_score and relative must be in [0, 1]")
+
+    @property
+    def widest(self) -> int:
+        """The most hits this query's rounds ask for (:func:`widest`)."""
+        return widest(self.first_k, self.max_rounds)
+
+    def but(self, **changes: Any) -> QueryOptions:
+        """These options with ``changes`` (e.g. a per-call ``budget``)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
 def check_options(where: str, given: Iterable[str], known: Iterable[str]) -> None:

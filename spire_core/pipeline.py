@@ -22,28 +22,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
 
-from spire_core.context import HTML, Policy
 from spire_core.document.tree import Document
-from spire_core.errors import BudgetError, MissingSourceError, PathFormatError, SchemaVersionError, UnknownPathError
+from spire_core.errors import MissingSourceError, PathFormatError, SchemaVersionError, UnknownPathError
 from spire_core.indexing.passages import PassageHit, sentence_search
-from spire_core.options import (
-    DEFAULT_BUDGET,
-    DEFAULT_FILL,
-    DEFAULT_FIRST_K,
-    DEFAULT_MAX_CITATIONS,
-    DEFAULT_MAX_ROUNDS,
-    DEFAULT_MIN_SCORE,
-    DEFAULT_RELATIVE_SCORE,
-    DEFAULT_RESOLVE_REFS,
-    DEFAULT_SIZE,
-    DEFAULT_TARGET,
-    Fmt,
-    OnError,
-)
+from spire_core.options import DEFAULT_TARGET, OnError, QueryOptions
 from spire_core.query.aggregate import Documents, Hit, Search, Subdocument, aggregate, document_lookup, seed_indices
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
 from spire_core.query.lexical import fused_search
@@ -51,7 +37,6 @@ from spire_core.query.references import Resolver, cite_references
 from spire_core.query.strength import Cut, Signals, rank_evidence
 from spire_core.query.table_views import table_views
 from spire_core.results.schema import filter_report, members_of, subdocuments, unit_of
-from spire_core.size import SizeFn
 
 log = logging.getLogger("spire")
 
@@ -62,62 +47,6 @@ TRIES = 8
 #: A search skipping hits (pages past ``max_pages``, foreign or stale entries) asks the
 #: store for up to this many times what a round needs.
 OVERFETCH = 8
-
-
-def widest(first_k: int = DEFAULT_FIRST_K, max_rounds: int = DEFAULT_MAX_ROUNDS) -> int:
-    """The most hits a query's rounds ask a store for (``first_k`` doubled each round): what a
-    store's own search width (pgvector's ``hnsw.ef_search``) must be at least."""
-    return first_k << (max_rounds - 1)
-
-
-@dataclass(frozen=True)
-class QueryOptions:
-    """What one query delivers: the budget, how it is counted and rendered, how the search grows."""
-
-    budget: int = DEFAULT_BUDGET
-    size: SizeFn = DEFAULT_SIZE
-    policy: Policy = HTML
-    fmt: Fmt = "markdown"
-    first_k: int = DEFAULT_FIRST_K
-    max_rounds: int = DEFAULT_MAX_ROUNDS
-    fill: float = DEFAULT_FILL
-    #: deliver views of the best-ranked tables (:func:`~spire_core.query.table_views.table_views`)
-    tables: bool = True
-    #: keep hits of the first ``max_pages`` pages found only (None: any number of pages)
-    max_pages: int | None = None
-    #: follow the references of each admitted sentence one hop into the corpus and deliver what they
-    #: name as citations of their own, under the same budget (:mod:`spire_core.query.references`)
-    resolve_refs: bool = DEFAULT_RESOLVE_REFS
-    #: name at most this many citations as evidence, strongest first (None: no limit); the others
-    #: stay delivered as context (:class:`~spire_core.query.strength.Cut`)
-    max_citations: int | None = DEFAULT_MAX_CITATIONS
-    #: a citation named as evidence is at least this strong (strengths are in [0, 1])
-    min_score: float = DEFAULT_MIN_SCORE
-    #: ... and at least this share of the strongest citation's strength
-    relative_score: float = DEFAULT_RELATIVE_SCORE
-
-    def __post_init__(self) -> None:
-        if self.budget <= 0:
-            raise BudgetError(f"budget must be positive, not {self.budget}")
-        if self.first_k <= 0 or self.max_rounds <= 0 or self.fill <= 0:
-            raise ValueError("first_k, max_rounds and fill must be positive")
-        if self.max_pages is not None and self.max_pages <= 0:
-            raise ValueError(f"max_pages must be positive, not {self.max_pages}")
-        self.cut  # noqa: B018 (validates the cut's fields)
-
-    @property
-    def cut(self) -> Cut:
-        """Which delivered citations are named as evidence."""
-        return Cut(self.max_citations, self.min_score, self.relative_score)
-
-    @property
-    def widest(self) -> int:
-        """The most hits this query's rounds ask for (:func:`widest`)."""
-        return widest(self.first_k, self.max_rounds)
-
-    def but(self, **changes: Any) -> QueryOptions:
-        """These options with ``changes`` (e.g. a per-call ``budget``)."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
 @dataclass(frozen=True)
@@ -228,7 +157,8 @@ def run_query(
             query, results, lookup, budget=options.budget, size=options.size, policy=options.policy, fmt=options.fmt
         )
     results = cite_references(results, lookup, resolver)
-    return rank_evidence(results, signals, lookup, cut=options.cut, policy=options.policy, fmt=options.fmt)
+    cut = Cut(options.max_citations, options.min_score, options.relative_score)
+    return rank_evidence(results, signals, lookup, cut=cut, policy=options.policy, fmt=options.fmt)
 
 
 def first_pages(search: Search, pages: int) -> Search:

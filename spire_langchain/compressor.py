@@ -16,8 +16,8 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from spire_core import HTML, DocumentCache, PathFormatError, Policy, Subdocument, from_metadata
 from spire_core import Document as SpireDocument
-from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
-from spire_core.pipeline import Filtered, QueryOptions, afilter_results, arrange, filter_results
+from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError, QueryOptions
+from spire_core.pipeline import Filtered, afilter_results, arrange, filter_results
 from spire_core.results.schema import FILTER
 
 from ._source import page_loader

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from spire_core.options import DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS
-from spire_core.pipeline import widest
+from spire_core.options import DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, widest
 from spire_runtime.database import postgres_url
 from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 
@@ -43,7 +42,7 @@ def vector_store(
     """``langchain-postgres``' ``PGVectorStore`` over table ``table``, created (with its HNSW index) if missing.
 
     An HNSW scan returns at most ``ef_search`` rows (pgvector's default is 40): it is raised to
-    the most hits a query's rounds ask for (:func:`spire_core.pipeline.widest` of the defaults,
+    the most hits a query's rounds ask for (:func:`spire_core.options.widest` of the defaults,
     or of the retriever's own ``first_k`` and ``max_rounds``: :func:`postgres_retriever` does).
     """
     from langchain_postgres import Column, PGEngine, PGVectorStore

@@ -27,11 +27,11 @@ from spire_core.options import (
     DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
     Fmt,
+    QueryOptions,
 )
 from spire_core.pipeline import (
     Bridge,
     LexicalSearch,
-    QueryOptions,
     StoreHit,
     StoreSearch,
     aretrieve,
@@ -155,7 +155,7 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     # -- search ----------------------------------------------------------------------------
     @property
     def options(self) -> QueryOptions:
-        """The query options of this retriever (:class:`spire_core.pipeline.QueryOptions`)."""
+        """The query options of this retriever (:class:`spire_core.options.QueryOptions`)."""
         return QueryOptions(
             budget=self.budget,
             size=self.size,

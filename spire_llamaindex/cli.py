@@ -366,7 +366,7 @@ def _index_db(args: argparse.Namespace) -> int:
 # -- query --------------------------------------------------------------------------------
 def _query_options(args: argparse.Namespace) -> dict[str, Any]:
     """The ``QueryOptions`` fields the command line sets, checked (a bad value is a usage error)."""
-    from spire_core.pipeline import QueryOptions
+    from spire_core.options import QueryOptions
 
     if bool(args.llm_base_url) != bool(args.llm_model):
         raise UsageError("--llm-base-url and --llm-model go together")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spire_core.pipeline import widest
+from spire_core.options import widest
 from spire_runtime.database import postgres_url
 from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 #: pgvector HNSW parameters (cosine distance, as the retriever queries). An HNSW scan returns at
 #: most ``ef_search`` rows (40 by default): it is raised to what the last round of a query with the
 #: default options asks for, and each query of :class:`~spire_llamaindex.SpireRetriever` sets it to
-#: its own widest round (:func:`spire_core.pipeline.widest`).
+#: its own widest round (:func:`spire_core.options.widest`).
 HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": widest(), "hnsw_dist_method": "vector_cosine_ops"}
 
 

@@ -12,8 +12,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
 from spire_core import HTML, Policy, Subdocument
-from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError
-from spire_core.pipeline import Filtered, QueryOptions, afilter_results, arrange, filter_results
+from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, Fmt, OnError, QueryOptions
+from spire_core.pipeline import Filtered, afilter_results, arrange, filter_results
 from spire_core.results.schema import FILTER
 from spire_core.size import SizeFn
 

@@ -38,11 +38,11 @@ from spire_core.options import (
     DEFAULT_SIZE,
     Fmt,
     OnPageError,
+    QueryOptions,
     check_options,
 )
 from spire_core.pipeline import (
     Bridge,
-    QueryOptions,
     StoreHit,
     StoreSearch,
     aretrieve,

@@ -363,7 +363,8 @@ def test_a_redirect_stub_has_no_units_and_is_never_a_result(caplog: pytest.LogCa
     import logging
 
     from spire_core.indexing.units import seeds
-    from spire_core.pipeline import QueryOptions, StoreHit, retrieve
+    from spire_core.options import QueryOptions
+    from spire_core.pipeline import StoreHit, retrieve
     from spire_core.results.schema import seed_metadata
 
     docs = {doc_id: parse_page(html, doc_id=doc_id) for doc_id, html in {**REAL_PAGES, "old.html": REDIRECT}.items()}

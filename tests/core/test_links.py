@@ -16,7 +16,8 @@ from spire_core.document.links import (
 )
 from spire_core.errors import PathFormatError
 from spire_core.indexing.passages import PassageHit
-from spire_core.pipeline import QueryOptions, run_query
+from spire_core.options import QueryOptions
+from spire_core.pipeline import run_query
 from spire_core.query.aggregate import Hit
 from spire_core.results.schema import REFERENCES, SPIRE_KEYS, references_of, seed_metadata
 

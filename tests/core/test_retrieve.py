@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from spire_core import parse_page
 from spire_core.errors import UnknownPathError
 from spire_core.indexing.units import Seed, seeds
-from spire_core.pipeline import QueryOptions, StoreHit, StoreSearch, retrieve
+from spire_core.options import QueryOptions
+from spire_core.pipeline import StoreHit, StoreSearch, retrieve
 from spire_core.query.aggregate import seed_indices
 from spire_core.results.schema import seed_metadata
 

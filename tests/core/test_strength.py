@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spire_core import Document, PassageHit, approx_tokens, parse_html, seeds
-from spire_core.pipeline import QueryOptions, run_query
+from spire_core.options import QueryOptions
+from spire_core.pipeline import run_query
 from spire_core.query.lexical import LexicalIndex
 from spire_core.query.strength import Cut, ranked_evidence
 

@@ -151,7 +151,7 @@ def test_an_hnsw_store_scans_as_wide_as_the_query_asks() -> None:
 
     from llama_index.core.storage.docstore import SimpleDocumentStore
 
-    from spire_core.pipeline import widest
+    from spire_core.options import widest
 
     retriever = SpireRetriever(lambda k: None, SimpleDocumentStore(), first_k=64)  # type: ignore[arg-type,return-value]
     retriever.index = SimpleNamespace(vector_store=SimpleNamespace(hnsw_kwargs={"hnsw_ef_search": widest()}))  # type: ignore[assignment]
