@@ -27,7 +27,8 @@ import lxml.html
 import numpy as np
 
 from spire_core.query.aggregate import Hit
-from spire_core.query.lexical import DEFAULT_RRF_K, _bm25s, rrf
+from spire_core.query.fusion import DEFAULT_RRF_K, rrf
+from spire_core.query.lexical import _bm25s
 
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
 
@@ -199,7 +200,7 @@ class FusedChunks(FixedChunks):
     one BM25 index (bm25s: its tokenizer, English stop words, PyStemmer's English stemmer, as
     ``BM25Retriever`` builds it) over every chunk of the dataset's pages, built at the first
     question; per question, its scores within the question's corpus pages. The two rankings
-    are fused by :func:`spire_core.query.lexical.rrf` (k=60, equal weights, ranks from 1 as
+    are fused by :func:`spire_core.query.fusion.rrf` (k=60, equal weights, ranks from 1 as
     ``EnsembleRetriever`` counts them): the dense ranking holds every chunk of the corpus, the BM25
     ranking the chunks sharing a term with the question (a chunk scoring 0 has no BM25 rank).
     Chunks are then admitted in fused rank order as by every baseline (:meth:`Baseline.select`).

@@ -32,7 +32,7 @@ from spire_core.indexing.passages import PassageHit, sentence_search
 from spire_core.options import DEFAULT_TARGET, OnError, QueryOptions
 from spire_core.query.aggregate import Documents, Hit, Search, Subdocument, aggregate, document_lookup, seed_indices
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
-from spire_core.query.lexical import fused_search
+from spire_core.query.fusion import fused_search
 from spire_core.query.references import Resolver, cite_references
 from spire_core.query.strength import Cut, Signals, rank_evidence
 from spire_core.query.table_views import table_views
@@ -113,7 +113,7 @@ def run_query(
 ) -> list[Subdocument]:
     """The method's query path over valid passage hits (``n -> the n best``): each passage hit is
     its member sentences (the question's words first); with ``lexical``, that ranking is fused
-    with the lexical ranking of single sentences (:func:`~spire_core.query.lexical.fused_search`:
+    with the lexical ranking of single sentences (:func:`~spire_core.query.fusion.fused_search`:
     a sentence naming the question's rare words rises inside and across passages); the hits are
     aggregated per page under the budget, then the best-ranked tables' views are added. Every
     citation is a sentence's path set, and carries the references its text makes; with

@@ -1,13 +1,13 @@
-"""A lexical signal over sentences, fused with the passage ranking: sentence precision at passage cost.
+"""A lexical signal over sentences (BM25), fused with the passage ranking (:mod:`spire_core.query.fusion`).
 
 The default index embeds *passages* and cites their member sentences (:mod:`spire_core.indexing.passages`);
 a passage's vector averages a sentence that names the question's rare words away. This module
 ranks the sentences themselves by BM25 (the `bm25s <https://github.com/xhluca/bm25s>`_ library,
 Snowball stemmers from `PyStemmer <https://github.com/snowballstem/pystemmer>`_), which embeds
-nothing, and fuses that ranking with the passage ranking expanded to sentences by reciprocal
-rank fusion (:func:`rrf`). What comes out are :class:`~spire_core.query.aggregate.Hit` objects whose
-path sets are sentences' path sets, so :func:`~spire_core.query.aggregate.aggregate` and every citation are
-unchanged.
+nothing; :mod:`spire_core.query.fusion` fuses that ranking with the passage ranking expanded
+to sentences by reciprocal rank fusion. What comes out are :class:`~spire_core.query.aggregate.Hit`
+objects whose path sets are sentences' path sets, so :func:`~spire_core.query.aggregate.aggregate`
+and every citation are unchanged.
 
 **Tokenizer** (:func:`tokenizer`): the text is NFKC-normalised and case-folded, words are the
 runs of Unicode word characters (``\\w+``: letters of any script, digits, ``_``, so
@@ -47,8 +47,9 @@ headings, a term's ``dt``, a cell's row and column labels), since a question nam
 parameter a definition sits under more often than the definition names it.
 
 :class:`LexicalIndex` is a corpus index over every sentence, searched per question (optionally
-within some pages) and fused with the dense ranking by :func:`fused_search`; :class:`Lexicon`
-keeps one in step with a store's pages and saves it beside the store's vectors.
+within some pages) and fused with the dense ranking by
+:func:`~spire_core.query.fusion.fused_search`; :class:`Lexicon` keeps one in step with a store's
+pages and saves it beside the store's vectors.
 """
 
 from __future__ import annotations
@@ -74,26 +75,21 @@ from spire_core.document.tree import Document, Path
 from spire_core.errors import SpireError
 from spire_core.indexing.units import seeds
 from spire_core.options import Fmt
-from spire_core.query.aggregate import Hit, Search
+from spire_core.query.aggregate import Hit
 from spire_core.reading.language import stop_words
 from spire_core.size import CJK
 
 __all__ = [
     "DEFAULT_LANGUAGE",
-    "DEFAULT_RRF_K",
     "LexicalIndex",
     "Lexicon",
-    "fused_search",
     "languages",
-    "rrf",
     "sentence_units",
     "tokenizer",
 ]
 
 #: The language of the stemmer and stop words when none is given (a PyStemmer name or ISO code).
 DEFAULT_LANGUAGE = "english"
-#: Reciprocal rank fusion's constant (Cormack et al. 2009's 60): a hit at rank r adds w / (k + r).
-DEFAULT_RRF_K = 60.0
 #: An unseen query term is matched through indexed terms of at least this many characters
 #: that contain it or that it contains (module docstring, *Unseen terms*) ...
 MIN_PART_CHARS = 5
@@ -602,71 +598,3 @@ def sentence_units(doc: Document, *, policy: Policy = HTML, fmt: Fmt = "markdown
     (its words under its global context)."""
     doc_id = doc.doc_id or ""
     return [(doc_id, s.paths, s.text) for s in seeds(doc, policy=policy, fmt=fmt, unit="sentence")]
-
-
-# -- fusion ----------------------------------------------------------------------------------
-def rrf(
-    rankings: Sequence[Sequence[Hit]],
-    *,
-    k: float = DEFAULT_RRF_K,
-    weights: Sequence[float] | None = None,
-    shared_ties: Sequence[bool] | None = None,
-) -> list[Hit]:
-    """Reciprocal rank fusion: each hit scores the sum of ``w / (k + rank)`` over the rankings
-    holding it (rank from 1; a hit is a page and a path set). Best first; ties in order of
-    first appearance (ranking by ranking). The hits keep their path sets; their score is the fused one.
-
-    ``shared_ties[i]``: in ranking ``i`` consecutive hits with the same score share the rank
-    of the first (a passage's members, which inherit its score, rank as the passage).
-    """
-    weights = [1.0] * len(rankings) if weights is None else list(weights)
-    shared = [False] * len(rankings) if shared_ties is None else list(shared_ties)
-    if len(weights) != len(rankings) or len(shared) != len(rankings):
-        raise ValueError("one weight and one shared_ties flag per ranking")
-    fused: dict[tuple[str, frozenset[Path]], float] = {}
-    for ranking, w, tie in zip(rankings, weights, shared, strict=True):
-        rank = 0
-        last: float | None = None
-        seen: set[tuple[str, frozenset[Path]]] = set()
-        for n, hit in enumerate(ranking, start=1):
-            if not (tie and last is not None and hit.score == last):
-                rank = n
-            last = hit.score
-            key = (hit.doc_id, hit.paths)
-            if key in seen:
-                continue
-            seen.add(key)
-            fused[key] = fused.get(key, 0.0) + w / (k + rank)
-    order = sorted(fused.items(), key=lambda kv: -kv[1])  # stable: first appearance among ties
-    return [Hit(doc_id, paths, score) for (doc_id, paths), score in order]
-
-
-def fused_search(
-    dense: Search,
-    lexical: Callable[[int], Sequence[Hit]],
-    *,
-    pool: int = 256,
-    lexical_pool: int = 64,
-    k: float = DEFAULT_RRF_K,
-    weights: tuple[float, float] = (1.0, 1.0),
-    shared_ties: bool = False,
-) -> Search:
-    """A sentence :data:`~spire_core.aggregate.Search` fusing ``dense`` (the passage ranking
-    expanded to sentences, :func:`spire_core.passages.sentence_search`) with ``lexical``
-    (``n -> the n best sentence hits``, e.g. :meth:`LexicalIndex.hits`) by :func:`rrf`.
-
-    Both are asked once, for ``pool`` and ``lexical_pool`` hits (``pool`` is what
-    aggregation's last round asks at most by default: 32 doubled three times), so every round
-    reads a prefix of one fused ranking.
-    """
-    fused: list[Hit] = []
-    asked = 0
-
-    def run(n: int) -> list[Hit]:
-        nonlocal fused, asked
-        if n > asked:
-            asked = max(n, pool)
-            fused = rrf([dense(asked), lexical(lexical_pool)], k=k, weights=weights, shared_ties=[shared_ties, False])
-        return fused[:n]
-
-    return run

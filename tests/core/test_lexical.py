@@ -13,11 +13,10 @@ import pytest
 
 from spire_core import Document, Hit, aggregate, approx_tokens, parse_html, sentences
 from spire_core.indexing.passages import PassageHit, passages, sentence_search
+from spire_core.query.fusion import fused_search, rrf
 from spire_core.query.lexical import (
     LexicalIndex,
     Lexicon,
-    fused_search,
-    rrf,
     sentence_units,
     tokenizer,
 )
