@@ -6,7 +6,7 @@
                 [--llm-base-url URL --llm-model NAME] [--json]
     spire query --db postgresql://... "question"
     spire show --store DIR 'DOC_ID#PATHS' ... --out FILE.html   (citations of several pages: FILE-PAGE.html each)
-    spire serve --store DIR [--host 127.0.0.1 --port 8765] [--resolve-refs]   (GET /query?q=..., /health: JSON)
+    spire serve --store DIR [--host 127.0.0.1 --port 8765] [--resolve-refs]   (/: the viewer; /query?q=...: JSON)
 
 Everything runs offline with the packaged embedding model. Exit codes: 0 success, 1 some
 pages could not be indexed (the others were), 2 usage or input error (one line on stderr),
@@ -477,7 +477,7 @@ def _serve(args: argparse.Namespace) -> int:
         server = SpireServer(service, args.host, args.port)
     except OSError as err:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
-    print(f"serving {args.store} on {server.url} (/query?q=..., /health); Ctrl-C stops", flush=True)
+    print(f"serving {args.store} on {server.url} (/: the viewer, /query?q=..., /health); Ctrl-C stops", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -518,21 +518,19 @@ def shell_word(text: str) -> str:
 
 # -- show ---------------------------------------------------------------------------------
 def _show(args: argparse.Namespace) -> int:
-    from spire_core import Citation, PathFormatError, UnknownPathError, decode_paths, highlight
+    from spire_core import Citation, UnknownPathError
 
+    from .serve import citation_of, highlighted_page
     from .store import open_docstore, read_manifest
 
     citations = []
     for key in args.citations:
-        doc_id, sep, encoded = key.rpartition("#")
-        if not sep or not doc_id or not encoded:
-            raise UsageError(f"not a citation id: {key!r} (expected DOC_ID#PATHS as printed by `spire query`)")
         try:
-            citations.append(Citation(doc_id, decode_paths(encoded), ""))
-        except PathFormatError as err:
-            raise UsageError(f"not a citation id: {key!r} ({err})") from None
+            citations.append(citation_of(key))
+        except ValueError as err:
+            raise UsageError(str(err)) from None
     read_manifest(args.store)
-    from ._source import SourceDocuments, page_html, source_text
+    from ._source import SourceDocuments
 
     sources = SourceDocuments(open_docstore(args.store))
     by_page: dict[str, list[Citation]] = {}
@@ -549,8 +547,7 @@ def _show(args: argparse.Namespace) -> int:
                 raise UsageError(f"citation {cit.key()!r} is not in page {doc_id!r} (re-indexed since?)") from None
     outputs = _show_files(args.out, list(by_page))
     for doc_id, cited in by_page.items():
-        node = sources.node(doc_id)
-        page = highlight(page_html(source_text(node), node.metadata), cited, doc_id=doc_id)
+        page = highlighted_page(sources, doc_id, cited)
         out = outputs[doc_id]
         try:
             out.write_text(page, encoding="utf-8")

@@ -2,11 +2,30 @@
 
     spire serve --store DIR [--host 127.0.0.1] [--port 8765]
 
-    GET /query?q=QUESTION[&budget=N][&max_citations=N][&min_score=S][&first_k=K]   the JSON of ``spire query --json``
+    GET /                                        the evidence viewer (a page: ask, read the ranked evidence)
+    GET /query?q=QUESTION[&budget=N][&max_citations=N][&min_score=S][&first_k=K][&outline=1]
+                                                 the JSON of ``spire query --json``
+    POST /query  {"q": QUESTION, "budget": N, "max_citations": N, "min_score": S, "first_k": K}
+                                                 the same, the question and options as a JSON object
+    GET /source?doc=DOC_ID&cite=CITATION_ID[&cite=...][&n=N&n=...]
+                                                 the page with those citations highlighted, as ``spire show`` writes it
     GET /health                                  {"status": "ok", "store": ..., "pages": N, "nodes": N}
 
-Errors are JSON too: ``{"error": "..."}`` with status 400 (a bad parameter), 404 (another path)
-or 500. The server (the standard library's ``ThreadingHTTPServer``) answers each request in its
+Errors are JSON too: ``{"error": "..."}`` with status 400 (a bad parameter or body), 404 (another
+path, a page or citation not in the store), 411 (a POST without Content-Length), 413 (a body over
+:data:`MAX_BODY` bytes), 415 (a body that is not ``application/json``) or 500. ``outline`` adds
+``"outline": {DOC_ID: {"title": ..., "headings": {CITATION_ID: [heading, ...]}}}``: each result
+page's title and the heading chain (outermost first) each citation sits under, what the viewer shows.
+
+The viewer (``spire_llamaindex/viewer/``: one HTML page, a script and a style sheet, served from
+the package; nothing is fetched from elsewhere) builds its page with ``textContent`` only, so
+what a question or a page holds is shown as text. HTML responses carry a Content-Security-Policy:
+the viewer's allows its own script, style and requests and nothing else; a source page (no
+script at all) allows its inline style only and is sandboxed. A source page is a page of the
+store (its manifest's ids; never a file path) highlighted by :func:`highlighted_page`, the
+function ``spire show`` writes with.
+
+The server (the standard library's ``ThreadingHTTPServer``) answers each request in its
 own thread; the retrievers (one per set of options asked) share the parsed pages. It
 serves the store as it was when started: restart it after ``spire index`` has updated the store.
 It has no authentication: keep it on 127.0.0.1 unless a proxy in front of it adds some.
@@ -14,11 +33,14 @@ It has no authentication: keep it on 127.0.0.1 unless a proxy in front of it add
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
+from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -28,8 +50,10 @@ if TYPE_CHECKING:
     from llama_index.core.llms import LLM
     from llama_index.core.schema import NodeWithScore
 
-    from spire_core.pipeline import QueryOptions
+    from spire_core import Citation
+    from spire_core.options import QueryOptions
 
+    from ._source import SourceDocuments
     from .retriever import SpireRetriever
     from .store import Store
 
@@ -39,6 +63,29 @@ log = logging.getLogger("spire_llamaindex")
 MAX_BUDGET = 100_000
 #: retrievers kept, one per set of query options asked; beyond this the oldest is dropped
 MAX_RETRIEVERS = 32
+#: the largest body ``POST /query`` reads (a larger one is refused with status 413)
+MAX_BODY = 64 * 1024
+#: a body too large but up to this size is read (and dropped) before the 413; a larger one is not
+_DRAINED = 16 * MAX_BODY
+#: the most citations one ``/source`` request highlights
+MAX_SOURCE_CITATIONS = 500
+#: heading chains in an outline: characters kept of each heading
+_HEADING_CHARS = 160
+
+#: the viewer's page: its own script, style sheet and requests, nothing else (no inline script)
+VIEWER_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+#: a highlighted source page: no script, nothing loaded but its inline style, sandboxed (an origin of its own)
+SOURCE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'; sandbox"
+#: the viewer's files (``spire_llamaindex/viewer/``) by path, with their content types
+_VIEWER_FILES = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/viewer.js": ("viewer.js", "text/javascript; charset=utf-8"),
+    "/viewer.css": ("viewer.css", "text/css; charset=utf-8"),
+}
+_PATHS = "/ (the viewer), /query?q=..., POST /query, /source?doc=...&cite=..., /health"
 
 
 def query_nodes(
@@ -85,6 +132,33 @@ def query_payload(retriever: SpireRetriever, question: str, *, llm: LLM | None =
     return payload_of(question, retriever.budget, nodes, report)
 
 
+def citation_of(key: str) -> Citation:
+    """The citation an id names (``DOC_ID#PATHS``, as ``spire query`` prints it and the JSON's ``id``);
+    raises ``ValueError`` saying what is wrong."""
+    from spire_core import Citation, PathFormatError, decode_paths
+
+    doc_id, sep, encoded = key.rpartition("#")
+    if not sep or not doc_id or not encoded:
+        raise ValueError(f"not a citation id: {key!r} (expected DOC_ID#PATHS as printed by `spire query`)")
+    try:
+        return Citation(doc_id, decode_paths(encoded), "")
+    except PathFormatError as err:
+        raise ValueError(f"not a citation id: {key!r} ({err})") from None
+
+
+def highlighted_page(
+    sources: SourceDocuments, doc_id: str, citations: Sequence[Citation], numbers: Sequence[int] | None = None
+) -> str:
+    """Page ``doc_id`` of ``sources`` as ``spire show`` writes it: inert HTML with ``citations``
+    highlighted (:func:`spire_core.highlight`), numbered ``numbers`` (default 1, 2, ...)."""
+    from spire_core import highlight
+
+    from ._source import page_html, source_text
+
+    node = sources.node(doc_id)
+    return highlight(page_html(source_text(node), node.metadata), citations, doc_id=doc_id, numbers=numbers)
+
+
 class QueryService:
     """A loaded store answering questions: one retriever per set of query options asked (``options``:
     the base ``QueryOptions`` fields, as the ``SpireRetriever``'s), all sharing the store's parsed
@@ -104,6 +178,7 @@ class QueryService:
         self._base = store.retriever(cache_size=self._cache_size, **options)
         self._retrievers: dict[QueryOptions, SpireRetriever] = {self._base.options: self._base}
         self._lock = threading.Lock()
+        self.pages = frozenset(store.manifest.get("documents", ()))
 
     def retriever(self, **overrides: Any) -> SpireRetriever:
         """The retriever answering with the base options but ``overrides`` (``QueryOptions`` fields,
@@ -128,6 +203,37 @@ class QueryService:
         fields for this question, e.g. ``budget``, ``max_citations``)."""
         return query_payload(self.retriever(**overrides), question, llm=self.llm)
 
+    def outline(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Each result page's title and each citation's heading chain (outermost first, the title
+        left out): ``{DOC_ID: {"title": str | None, "headings": {CITATION_ID: [str, ...]}}}``."""
+        from spire_core import decode_paths
+        from spire_core.context.headers import headings
+
+        out: dict[str, Any] = {}
+        for result in payload["results"]:
+            doc_id = result["doc_id"]
+            try:
+                doc = self._base.sources(doc_id)
+            except SpireError:
+                continue
+            page = out.setdefault(doc_id, {"title": doc.title, "headings": {}})
+            chains, title = headings(doc), doc.title_index
+            for cit in result["citations"]:
+                try:
+                    nodes = doc.indices(decode_paths(cit["paths"]))
+                except SpireError:
+                    continue
+                if nodes:
+                    chain = [h for h in reversed(chains.chain(min(nodes))) if h != title]
+                    page["headings"][cit["id"]] = [_short(doc.subtree_text(h)) for h in chain]
+        return out
+
+    def source_page(self, doc_id: str, citations: Sequence[Citation], numbers: Sequence[int] | None = None) -> str:
+        """:func:`highlighted_page` of a page of the store (``doc_id`` one of :attr:`pages`)."""
+        if doc_id not in self.pages:
+            raise KeyError(doc_id)
+        return highlighted_page(self._base.sources, doc_id, citations, numbers)
+
     def warm(self) -> None:
         """Parse the store's pages (up to the cache's size) and embed a first question, so that
         the first request costs what any other does."""
@@ -147,6 +253,16 @@ class QueryService:
             "nodes": len(self.store.index.index_struct.nodes_dict),
             "complete": self.store.manifest.get("complete", True),
         }
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _HEADING_CHARS else text[: _HEADING_CHARS - 1].rstrip() + "\u2026"
+
+
+@functools.cache
+def _viewer_file(name: str) -> bytes:
+    return (resources.files("spire_llamaindex") / "viewer" / name).read_bytes()
 
 
 def _positive(params: dict[str, list[str]], name: str, most: int) -> int | None:
@@ -175,6 +291,47 @@ def _unit(params: dict[str, list[str]], name: str) -> float | None:
     return value
 
 
+def _flag(params: dict[str, list[str]], name: str) -> bool:
+    values = params.get(name)
+    if not values:
+        return False
+    value = values[-1].strip().lower()
+    if value not in ("1", "true", "0", "false"):
+        raise ValueError(f"{name} must be true or false (1 or 0), not {values[-1]!r}")
+    return value in ("1", "true")
+
+
+#: what a ``POST /query`` body may hold: the parameters of ``GET /query``
+_QUERY_KEYS = ("q", "budget", "max_citations", "min_score", "first_k", "outline")
+
+
+def _params_of_body(body: bytes) -> dict[str, list[str]]:
+    """A ``POST /query`` JSON body as the query parameters of ``GET /query`` (so both are checked
+    alike): numbers and strings as their text, ``true``/``false`` as such, ``null`` as absent."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"the body is not JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f'the body must be a JSON object, {{"q": QUESTION, ...}}, not {type(data).__name__}')
+    unknown = sorted(set(data) - set(_QUERY_KEYS))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))}: use {', '.join(_QUERY_KEYS)}")
+    params: dict[str, list[str]] = {}
+    for name, value in data.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            params[name] = ["true" if value else "false"]
+        elif isinstance(value, str | int | float):
+            params[name] = [str(value)]
+        else:
+            raise ValueError(f"{name} must be a string or a number, not {type(value).__name__}")
+    if "q" in params and not isinstance(data["q"], str):
+        raise ValueError(f"q must be a string, not {type(data['q']).__name__}")
+    return params
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: a client's next request skips the connection set-up
     # TCP_NODELAY: with keep-alive, Nagle's algorithm held each reply's body back until the client's
@@ -186,12 +343,51 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         if url.path == "/health":
             self._send(HTTPStatus.OK, self.server.service.health())
-            return
+        elif url.path == "/query":
+            self._query(parse_qs(url.query))
+        elif url.path == "/source":
+            self._source(parse_qs(url.query))
+        elif url.path in _VIEWER_FILES:
+            name, content_type = _VIEWER_FILES[url.path]
+            self._send_bytes(HTTPStatus.OK, _viewer_file(name), content_type, csp=VIEWER_CSP)
+        else:
+            self._send(HTTPStatus.NOT_FOUND, {"error": f"no such path {url.path!r}: use {_PATHS}"})
+
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
         if url.path != "/query":
-            self._send(HTTPStatus.NOT_FOUND, {"error": f"no such path {url.path!r}: use /query?q=... or /health"})
+            self._send(HTTPStatus.NOT_FOUND, {"error": f"no POST to {url.path!r}: POST /query"}, close=True)
             return
-        params = parse_qs(url.query)
+        length = self.headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            self._send(HTTPStatus.LENGTH_REQUIRED, {"error": "POST /query needs a Content-Length"}, close=True)
+            return
+        if int(length) > MAX_BODY:
+            error = f"the body is {int(length)} bytes: at most {MAX_BODY}"
+            drain = int(length) <= _DRAINED  # read and dropped, so that the client reads the answer
+            left = int(length) if drain else 0
+            while left > 0:
+                chunk = self.rfile.read(min(left, MAX_BODY))
+                left = 0 if not chunk else left - len(chunk)
+            self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": error}, close=not drain)
+            return
+        body = self.rfile.read(int(length))
+        content_type = self.headers.get_content_type()
+        if content_type != "application/json":
+            error = f"the body must be application/json, not {content_type}"
+            self._send(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": error})
+            return
+        try:
+            params = _params_of_body(body)
+        except ValueError as err:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": str(err)})
+            return
+        self._query(params)
+
+    def _query(self, params: dict[str, list[str]]) -> None:
+        """Answer ``GET /query``'s parameters (or ``POST /query``'s body read as them)."""
         question = (params.get("q") or [""])[-1]
+        service = self.server.service
         try:
             if not question.strip():
                 raise ValueError("the question is empty: /query?q=QUESTION")
@@ -201,12 +397,15 @@ class _Handler(BaseHTTPRequestHandler):
                 "max_citations": _positive(params, "max_citations", 10_000),
                 "min_score": _unit(params, "min_score"),
             }
-            self.server.service.retriever(**overrides)  # options checked: a bad value is the client's
+            outline = _flag(params, "outline")
+            service.retriever(**overrides)  # options checked: a bad value is the client's
         except ValueError as err:
             self._send(HTTPStatus.BAD_REQUEST, {"error": str(err)})
             return
         try:
-            payload = self.server.service.answer(question, **overrides)
+            payload = service.answer(question, **overrides)
+            if outline:
+                payload["outline"] = service.outline(payload)
         except SpireError as err:
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(err)})
             return
@@ -216,11 +415,70 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(HTTPStatus.OK, payload)
 
-    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
+    def _source(self, params: dict[str, list[str]]) -> None:
+        """``/source?doc=DOC_ID&cite=CITATION_ID...[&n=N...]``: the page, its citations highlighted."""
+        service = self.server.service
+        doc_id = (params.get("doc") or [""])[-1]
+        keys = params.get("cite", [])
+        try:
+            if not doc_id:
+                raise ValueError("no page: /source?doc=DOC_ID&cite=CITATION_ID")
+            if len(keys) > MAX_SOURCE_CITATIONS:
+                raise ValueError(f"{len(keys)} citations: at most {MAX_SOURCE_CITATIONS}")
+            citations = [citation_of(key) for key in keys]
+            numbers = [_positive({"n": [n]}, "n", 10_000) or 0 for n in params.get("n", [])]
+            if numbers and len(numbers) != len(citations):
+                raise ValueError(f"{len(numbers)} numbers (n) for {len(citations)} citations: one each, or none")
+            if len(set(numbers)) != len(numbers):
+                raise ValueError("two citations with one number (n)")
+            other = next((c for c in citations if c.doc_id != doc_id), None)
+            if other is not None:
+                raise ValueError(f"citation {other.key()!r} is not of page {doc_id!r}")
+        except ValueError as err:
+            self._send(HTTPStatus.BAD_REQUEST, {"error": str(err)})
+            return
+        if doc_id not in service.pages:
+            self._send(HTTPStatus.NOT_FOUND, {"error": f"no page {doc_id!r} in the store"})
+            return
+        from spire_core import UnknownPathError
+
+        try:
+            doc = service.retriever().sources(doc_id)
+            for cit in citations:
+                try:
+                    doc.indices(cit.paths)
+                except UnknownPathError:
+                    error = f"citation {cit.key()!r} is not in page {doc_id!r} (re-indexed since?)"
+                    self._send(HTTPStatus.NOT_FOUND, {"error": error})
+                    return
+            page = service.source_page(doc_id, citations, numbers or None)
+        except SpireError as err:
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(err)})
+            return
+        except Exception as err:  # the server outlives a failed request; the log has the trace
+            log.exception("source %r failed", doc_id)
+            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(err).__name__}: {err}"})
+            return
+        self._send_bytes(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8", csp=SOURCE_CSP)
+
+    def _send(self, status: HTTPStatus, payload: dict[str, Any], *, close: bool = False) -> None:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self._send_bytes(status, body, "application/json; charset=utf-8", close=close)
+
+    def _send_bytes(
+        self, status: HTTPStatus, body: bytes, content_type: str, *, csp: str | None = None, close: bool = False
+    ) -> None:
+        """Send ``body``; ``close``: and close the connection (a request body left unread)."""
         self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        if csp is not None:
+            self.send_header("Content-Security-Policy", csp)
+            self.send_header("Referrer-Policy", "no-referrer")
+            self.send_header("Cache-Control", "no-cache")
+        if close:
+            self.send_header("Connection", "close")  # sets close_connection
         self.end_headers()
         self.wfile.write(body)
 

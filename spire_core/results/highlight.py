@@ -3,7 +3,8 @@
 The page is parsed exactly as for indexing (so citation paths address the same nodes) and
 the cleaned tree is written back as HTML with each citation's text wrapped in
 ``<mark class="spire-cite" data-citation="N">``; the first mark of citation ``N`` carries
-``id="spire-cite-N"``, and a numbered legend at the top of the body links to the anchors.
+``id="spire-cite-N"`` and shows ``[N]`` before it, and a numbered legend at the top of the body
+links to the anchors.
 
 Marks never cross element boundaries: a citation is marked as runs of adjacent inline
 siblings (text, links, emphasis) it covers entirely, descending into block elements, so
@@ -88,6 +89,9 @@ STYLE = """
 mark.spire-cite { background: #ffe066; color: inherit; padding: 0 .1em; border-radius: 2px;
   box-shadow: 0 0 0 1px #e0b000; }
 mark.spire-cite:target { background: #ffb703; }
+mark.spire-cite[id] { scroll-margin-top: 3em; }
+mark.spire-cite[id]::before { content: "[" attr(data-citation) "]"; font: bold 11px/1 system-ui, sans-serif;
+  color: #7a5a00; vertical-align: super; margin-right: .15em; }
 .spire-legend { font: 14px/1.4 system-ui, sans-serif; background: #fffbe6; border: 1px solid #e0b000;
   padding: .5em 1em; margin: 0 0 1em 0; }
 .spire-legend ol { margin: .3em 0 0 1.4em; padding: 0; }
@@ -95,19 +99,33 @@ mark.spire-cite:target { background: #ffb703; }
 """
 
 
-def highlight(doc_html: str | bytes, citations: Sequence[Citation], *, doc_id: str | None = None) -> str:
+def highlight(
+    doc_html: str | bytes,
+    citations: Sequence[Citation],
+    *,
+    doc_id: str | None = None,
+    numbers: Sequence[int] | None = None,
+) -> str:
     """The page ``doc_html`` as HTML with ``citations`` marked and a legend on top.
 
     With ``doc_id``, citations of other documents are ignored. Citations are numbered from
-    1 in the order given; one whose paths are not in the page is listed but not marked.
+    1 in the order given, or ``numbers[i]`` for ``citations[i]`` (distinct positive integers:
+    the numbers a reader already saw them under, e.g. ``[3]`` and ``[7]`` of one page); one
+    whose paths are not in the page is listed but not marked. Citation ``n``'s first mark is
+    the anchor ``#spire-cite-n``.
     """
+    if numbers is not None and (
+        len(numbers) != len(citations) or len(set(numbers)) != len(numbers) or min(numbers, default=1) < 1
+    ):
+        raise ValueError("numbers must be distinct positive integers, one for each citation")
+    kept = [i for i, c in enumerate(citations) if doc_id is None or c.doc_id == doc_id]
+    numbered = [(n if numbers is None else numbers[i], citations[i]) for n, i in enumerate(kept, 1)]
     doc = parse_html(doc_html, doc_id=doc_id, segment=True, boilerplate=True)
-    cited = [c for c in citations if doc_id is None or c.doc_id == doc_id]
     heads = [c for c in doc.children[0] if doc.tag[c] == "head"] if len(doc) else []
     head = range(heads[0], doc.end[heads[0]]) if heads else range(0)
     runs: list[tuple[int, int, int]] = []  # (first sibling, last sibling, citation number)
     quotes: dict[int, str] = {}  # citation number -> the page's words it marks
-    for n, cit in enumerate(cited, 1):
+    for n, cit in numbered:
         try:
             nodes = doc.indices(cit.paths)
         except UnknownPathError as err:
@@ -121,7 +139,7 @@ def highlight(doc_html: str | bytes, citations: Sequence[Citation], *, doc_id: s
         )
     opens, closes = _nest(doc, runs)
     anchored = {n for _, _, n in runs}
-    return _serialize(doc, opens, closes, _legend(cited, anchored, quotes))
+    return _serialize(doc, opens, closes, _legend(numbered, anchored, quotes))
 
 
 def _visible(doc: Document, i: int) -> bool:
@@ -187,9 +205,9 @@ def _adjacent(doc: Document, a: int, b: int) -> bool:
     return doc.parent[a] == doc.parent[b] and doc.end[a] == b
 
 
-def _legend(cited: Sequence[Citation], anchored: set[int], quotes: Mapping[int, str]) -> str:
+def _legend(numbered: Sequence[tuple[int, Citation]], anchored: set[int], quotes: Mapping[int, str]) -> str:
     items = []
-    for n, cit in enumerate(cited, 1):
+    for n, cit in numbered:
         text = " ".join(quotes.get(n, "").split()) or " ".join(cit.text.split())
         if len(text) > _LEGEND_CHARS:
             text = text[: _LEGEND_CHARS - 1].rstrip() + "\u2026"
@@ -198,7 +216,7 @@ def _legend(cited: Sequence[Citation], anchored: set[int], quotes: Mapping[int, 
             items.append(f'<li><a href="#spire-cite-{n}">{label}</a></li>')
         else:
             items.append(f'<li class="spire-missing">{label} (not found in this page)</li>')
-    count = f"{len(cited)} citation{'s' if len(cited) != 1 else ''}"
+    count = f"{len(numbered)} citation{'s' if len(numbered) != 1 else ''}"
     return f'<div class="spire-legend"><strong>SPIRE: {count}</strong><ol>{"".join(items)}</ol></div>'
 
 
