@@ -44,6 +44,7 @@ from spire_core.document.tree import LRU, SENTINELS, Document, Memo, Path
 from spire_core.errors import PathFormatError, UnknownPathError
 from spire_core.options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
 from spire_core.query.aggregate import INDICES_MEMO_SIZE, Documents, Hit, Search
+from spire_core.reading.language import CJK_RUN, script_words
 from spire_core.reading.sentences import Sentence, sentence_indices, sentences
 from spire_core.size import SizeFn, model_tokens
 
@@ -259,7 +260,9 @@ _WORD = re.compile(r"\w+")
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2}
+    """The words of ``text`` that count for overlap: three letters or more, a run of Han, kana or
+    Hangul characters as its character bigrams (:func:`~spire_core.reading.language.script_words`)."""
+    return {w for w in script_words(_WORD.findall(text.lower())) if len(w) > 2 or CJK_RUN.match(w)}
 
 
 def _own_text(doc: Document, paths: frozenset[Path]) -> str:

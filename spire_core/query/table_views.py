@@ -69,7 +69,7 @@ from spire_core.errors import BudgetError
 from spire_core.options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
 from spire_core.query.aggregate import Subdocument, document_lookup, own_context, seed_indices
 from spire_core.query.citation import Citation
-from spire_core.reading.language import stem_words, stop_words
+from spire_core.reading.language import script_words, stem_words, stop_words
 from spire_core.size import SizeFn, approx_tokens
 
 #: Tokens under which what is left of the views' share is not spent on another table.
@@ -83,7 +83,7 @@ def _terms(text: str, language: str | None) -> frozenset[str]:
     the full list) and one-letter words but digits left out ("number 9" names a row),
     Snowball-stemmed ("scores" names "Score", "Inseln" names "Insel")."""
     stop = stop_words(language, full=True)
-    words = [w for w in _TOKEN.findall(text.casefold()) if (len(w) > 1 or w.isdigit()) and w not in stop]
+    words = [w for w in script_words(_TOKEN.findall(text.casefold())) if (len(w) > 1 or w.isdigit()) and w not in stop]
     return frozenset(stem_words(words, language))
 
 

@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from spire_core.size import CJK
+
 #: ISO 639-1 code -> the ``punkt_tab`` folder shipped for it.
 PUNKT_LANGUAGES = {
     "en": "english",
@@ -129,6 +131,33 @@ def punkt_language(language: str | None) -> str:
 
 
 #: What a page without a declared language is matched as (:func:`stop_words`, :func:`stem_words`).
+#: a run of Han, kana or Hangul characters (:data:`spire_core.size.CJK`): words written without spaces
+CJK_RUN = re.compile(f"[{CJK}]+")
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    """The overlapping character bigrams of a run of Han, kana or Hangul characters (``"系统升级"``
+    -> ``["系统", "统升", "升级"]``); a run of one character is itself."""
+    if len(run) < 2:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def script_words(words: Sequence[str]) -> list[str]:
+    """``words`` (``\\w+`` runs) with each run of Han, kana or Hangul characters in them read as its
+    :func:`cjk_bigrams` (scripts written without spaces have no word boundaries to split at); a
+    text without such characters comes back as it is."""
+    out: list[str] = []
+    for w in words:
+        if CJK_RUN.search(w) is None:
+            out.append(w)
+            continue
+        for part in re.split(f"([{CJK}]+)", w):
+            if part:
+                out.extend(cjk_bigrams(part) if CJK_RUN.fullmatch(part) else [part])
+    return out
+
+
 FALLBACK_WORDS = "english"
 
 
