@@ -7,7 +7,8 @@ from spire_core.indexing.passages import expand
 from spire_core.reading.language import cjk_bigrams, script_words
 
 PAGE = """<html lang="zh"><head><title>系统升级</title></head><body><h1>系统升级</h1>
-<p>本章介绍软件包的管理方法。不建议在新版本发布后在 stable Debian 系统上使用 aptitude 命令来进行跨版本的系统升级。请使用 apt 命令。</p>
+<p>本章介绍软件包的管理方法。不建议在新版本发布后在 stable Debian 系统上使用 aptitude
+命令来进行跨版本的系统升级。请使用 apt 命令。</p>
 </body></html>"""
 
 
