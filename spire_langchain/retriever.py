@@ -12,7 +12,7 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import BaseStore
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, model_validator
 
 from spire_core import HTML, DocumentCache, Policy, Subdocument, to_metadata
 from spire_core import Document as SpireDocument
@@ -28,6 +28,7 @@ from spire_core.options import (
     DEFAULT_SIZE,
     Fmt,
     QueryOptions,
+    check_options,
 )
 from spire_core.pipeline import (
     Bridge,
@@ -127,6 +128,15 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     _documents: DocumentCache = PrivateAttr()
     _lexicon: Lexicon = PrivateAttr()
     _distance: bool | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        """A field no retriever has (a typo such as ``budgt=``) raises ``TypeError``, as a misspelt
+        keyword does, instead of being ignored."""
+        if isinstance(data, Mapping):
+            check_options(cls.__name__, data, cls.model_fields)
+        return data
 
     def model_post_init(self, context: Any, /) -> None:
         self._documents = DocumentCache(page_loader(self.docstore), maxsize=self.cache_size)
