@@ -18,32 +18,30 @@ from spire_core.document.render import render
 from spire_core.document.tree import Document, Node, Path
 from spire_core.errors import (
     BudgetError,
+    DatabaseURIError,
     DocumentTooLargeError,
     EmptyDocumentError,
     EvidenceFilterError,
     MissingSourceError,
     NotHTMLError,
+    NotSpireIndexError,
     PathFormatError,
+    SchemaVersionError,
     SegmentationError,
     SpireError,
+    UndecodableError,
     UnknownPathError,
 )
 from spire_core.indexing.passages import Passage, PassageHit, passages
 from spire_core.indexing.units import DocumentCache, Seed, seeds
+from spire_core.options import QueryOptions
+from spire_core.pipeline import aretrieve, retrieve, run_query
 from spire_core.query.aggregate import Hit, Search, Subdocument, aggregate, own_paths
 from spire_core.query.citation import Citation
-from spire_core.query.evidence import (
-    DEFAULT_DEADLINE,
-    Evidence,
-    Selection,
-    View,
-    aselect_evidence,
-    build_prompt,
-    build_views,
-    parse_labels,
-    select_evidence,
-)
+from spire_core.query.evidence import DEFAULT_DEADLINE, Evidence, aselect_evidence, select_evidence
+from spire_core.query.lexical import LexicalIndex
 from spire_core.query.local import local_context
+from spire_core.query.strength import Cut, rank_evidence, ranked_evidence
 from spire_core.reading.markdown import is_markdown, markdown_to_html
 from spire_core.reading.parse import (
     declared_kind,
@@ -69,6 +67,8 @@ __all__ = [
     "TITLE",
     "BudgetError",
     "Citation",
+    "Cut",
+    "DatabaseURIError",
     "Document",
     "DocumentCache",
     "DocumentTooLargeError",
@@ -76,29 +76,31 @@ __all__ = [
     "Evidence",
     "EvidenceFilterError",
     "Hit",
+    "LexicalIndex",
     "MissingSourceError",
     "Node",
     "NotHTMLError",
+    "NotSpireIndexError",
     "Passage",
     "PassageHit",
     "Path",
     "PathFormatError",
     "Policy",
+    "QueryOptions",
     "Rule",
+    "SchemaVersionError",
     "Search",
     "Seed",
     "SegmentationError",
-    "Selection",
     "Sentence",
     "SpireError",
     "Subdocument",
+    "UndecodableError",
     "UnknownPathError",
-    "View",
     "aggregate",
     "approx_tokens",
+    "aretrieve",
     "aselect_evidence",
-    "build_prompt",
-    "build_views",
     "compose",
     "declared_kind",
     "decode_paths",
@@ -115,14 +117,17 @@ __all__ = [
     "model_tokens",
     "own_paths",
     "parse_html",
-    "parse_labels",
     "parse_markdown",
     "parse_page",
     "parse_text",
     "passages",
     "policy_named",
     "prune",
+    "rank_evidence",
+    "ranked_evidence",
     "render",
+    "retrieve",
+    "run_query",
     "seeds",
     "select_evidence",
     "sentences",

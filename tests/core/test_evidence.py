@@ -20,21 +20,16 @@ from spire_core import (
     Document,
     EvidenceFilterError,
     Hit,
-    Selection,
     Subdocument,
-    View,
     aggregate,
     aselect_evidence,
-    build_prompt,
-    build_views,
     global_context,
     parse_html,
-    parse_labels,
     render,
     select_evidence,
     sentences,
 )
-from spire_core.query.evidence import final_answer
+from spire_core.query.evidence import Selection, View, build_prompt, build_views, final_answer, parse_labels
 
 PAGE = Path(__file__).resolve().parents[2] / "examples" / "pages" / "postgresql-wal.html"
 QUESTION = "What is the valid range of checkpoint_timeout?"

@@ -26,16 +26,12 @@ from spire_core import (
     EvidenceFilterError,
     Hit,
     Subdocument,
-    View,
     aggregate,
-    build_prompt,
-    build_views,
     parse_html,
-    parse_labels,
     select_evidence,
     sentences,
 )
-from spire_core.query.evidence import document_header, final_answer
+from spire_core.query.evidence import View, build_prompt, build_views, document_header, final_answer, parse_labels
 
 INJECTED = (
     "<title>Alpha</title><h1>Alpha facts</h1><p>First fact about alpha. Second fact about alpha.</p>"
