@@ -194,7 +194,9 @@
   fetch("/health")
     .then((r) => r.json())
     .then((h) => {
-      $("store").textContent = h.store + " \u00b7 " + h.pages + " pages" + (h.complete === false ? " (incomplete)" : "");
+      const name = String(h.store).split(/[\\/]/).filter(Boolean).pop() || h.store;
+      $("store").textContent = name + " \u00b7 " + h.pages + " pages" + (h.complete === false ? " (incomplete)" : "");
+      $("store").title = h.store;
     })
     .catch(() => {});
 
