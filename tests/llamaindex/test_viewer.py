@@ -25,7 +25,7 @@ from spire_llamaindex.cli import main
 from spire_llamaindex.serve import QueryService, SpireServer
 from spire_llamaindex.store import load_store
 
-from .conftest import QUESTION
+from .conftest import QUESTION, FixedLLM
 
 PHRASE = "30 seconds and one day"
 MUTED = "rgba(110, 110, 115, 1)"  # viewer.css's --muted
@@ -204,3 +204,13 @@ def test_a_hostile_question_and_page_title_show_as_text(browser: Any, hostile_se
     finally:
         browser.close()
         browser.switch_to.window(results)
+
+
+def test_the_llm_filter_s_choice_is_shown(browser: Any, example_store: Path, embed_model: BaseEmbedding) -> None:
+    from selenium.webdriver.common.by import By
+
+    service = QueryService(load_store(example_store, embed_model=embed_model), llm=FixedLLM(answer="[E1, E99]"))
+    for server in _serve(service):
+        _ask(browser, server.url, QUESTION, budget="300")
+        shown = browser.find_element(By.CSS_SELECTOR, "#summary .filter").text
+        assert shown == "LLM filter kept E1; unknown labels E99"
