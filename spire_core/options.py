@@ -56,9 +56,9 @@ DEFAULT_RESOLVE_REFS = False
 #: The citation cut (:class:`spire_core.query.strength.Cut`): at most this many citations are named
 #: as evidence, each at least ``DEFAULT_MIN_SCORE`` strong and at least ``DEFAULT_RELATIVE_SCORE``
 #: times the strongest (tuned on the docs and wtq dev sets; docs/benchmarks.md, "Ranked evidence").
-DEFAULT_MAX_CITATIONS: int | None = 12
+DEFAULT_MAX_CITATIONS: int | None = 16
 DEFAULT_MIN_SCORE = 0.0
-DEFAULT_RELATIVE_SCORE = 0.4
+DEFAULT_RELATIVE_SCORE = 0.3
 
 
 def widest(first_k: int = DEFAULT_FIRST_K, max_rounds: int = DEFAULT_MAX_ROUNDS) -> int:
