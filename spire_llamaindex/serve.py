@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from spire_core import SpireError
@@ -266,28 +266,28 @@ def _viewer_file(name: str) -> bytes:
 
 
 def _positive(params: dict[str, list[str]], name: str, most: int) -> int | None:
-    values = params.get(name)
-    if not values:
-        return None
-    try:
-        value = int(values[-1])
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, not {values[-1]!r}") from None
-    if not 0 < value <= most:
-        raise ValueError(f"{name} must be between 1 and {most}, not {value}")
-    return value
+    """The integer parameter ``name`` (its last value), from 1 to ``most``; None when absent."""
+    return _number(params, name, int, 1, most, "an integer")
 
 
 def _unit(params: dict[str, list[str]], name: str) -> float | None:
+    """The number parameter ``name`` (its last value), from 0 to 1; None when absent."""
+    return _number(params, name, float, 0.0, 1.0, "a number")
+
+
+N = TypeVar("N", int, float)
+
+
+def _number(params: dict[str, list[str]], name: str, kind: type[N], low: N, high: N, what: str) -> N | None:
     values = params.get(name)
     if not values:
         return None
     try:
-        value = float(values[-1])
+        value = kind(values[-1])
     except ValueError:
-        raise ValueError(f"{name} must be a number, not {values[-1]!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be between 0 and 1, not {value}")
+        raise ValueError(f"{name} must be {what}, not {values[-1]!r}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low:g} and {high:g}, not {value:g}")
     return value
 
 

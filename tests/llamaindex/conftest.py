@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from spire_llamaindex import Store, default_embeddings, load_store
 from spire_llamaindex.cli import main
+from spire_llamaindex.serve import QueryService, SpireServer
 
 EXAMPLE_PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
 QUESTION = "What is the valid range of checkpoint_timeout?"
@@ -78,3 +80,15 @@ def label_of(prompt: str, phrase: str) -> str:
 
 def texts(nodes: Sequence[Any]) -> str:
     return "\n".join(n.node.get_content() for n in nodes)
+
+
+def serving(service: QueryService) -> Iterator[SpireServer]:
+    """``service`` warmed and served over HTTP on a free port of 127.0.0.1 while the caller holds it."""
+    service.warm()
+    server = SpireServer(service, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join(10)

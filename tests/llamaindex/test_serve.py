@@ -21,7 +21,7 @@ from spire_llamaindex.cli import main
 from spire_llamaindex.serve import QueryService, SpireServer
 from spire_llamaindex.store import load_store
 
-from .conftest import QUESTION
+from .conftest import QUESTION, serving
 
 PHRASE = "30 seconds and one day"
 
@@ -40,15 +40,7 @@ def ask(server: SpireServer, question: str, **params: Any) -> tuple[int, dict[st
 
 @pytest.fixture(scope="module")
 def server(example_store: Path, embed_model: BaseEmbedding) -> Iterator[SpireServer]:
-    service = QueryService(load_store(example_store, embed_model=embed_model))
-    service.warm()
-    server = SpireServer(service, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
+    yield from serving(QueryService(load_store(example_store, embed_model=embed_model)))
 
 
 def test_query_returns_the_json_of_spire_query(

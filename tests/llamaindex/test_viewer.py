@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from spire_llamaindex.cli import main
 from spire_llamaindex.serve import QueryService, SpireServer
 from spire_llamaindex.store import load_store
 
-from .conftest import QUESTION, FixedLLM
+from .conftest import QUESTION, FixedLLM, serving
 
 PHRASE = "30 seconds and one day"
 MUTED = "rgba(110, 110, 115, 1)"  # viewer.css's --muted
@@ -55,20 +54,9 @@ def _browser_paths() -> tuple[str, str]:
     pytest.skip(f"{missing} not found: {INSTALL}")
 
 
-def _serve(service: QueryService) -> Iterator[SpireServer]:
-    service.warm()
-    server = SpireServer(service, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def server(example_store: Path, embed_model: BaseEmbedding) -> Iterator[SpireServer]:
-    yield from _serve(QueryService(load_store(example_store, embed_model=embed_model)))
+    yield from serving(QueryService(load_store(example_store, embed_model=embed_model)))
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +65,7 @@ def hostile_server(tmp_path_factory: pytest.TempPathFactory, embed_model: BaseEm
     (pages / "quokka.html").write_text(HOSTILE_PAGE, encoding="utf-8")
     store = tmp_path_factory.mktemp("hostile-store") / "store"
     assert main(["index", str(pages), "--store", str(store), "--quiet"]) == 0
-    yield from _serve(QueryService(load_store(store, embed_model=embed_model)))
+    yield from serving(QueryService(load_store(store, embed_model=embed_model)))
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +198,7 @@ def test_the_llm_filter_s_choice_is_shown(browser: Any, example_store: Path, emb
     from selenium.webdriver.common.by import By
 
     service = QueryService(load_store(example_store, embed_model=embed_model), llm=FixedLLM(answer="[E1, E99]"))
-    for server in _serve(service):
+    for server in serving(service):
         _ask(browser, server.url, QUESTION, budget="300")
         shown = browser.find_element(By.CSS_SELECTOR, "#summary .filter").text
         assert shown == "LLM filter kept E1; unknown labels E99"
