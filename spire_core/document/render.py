@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from spire_core.document.paths import link_indices, link_order
 from spire_core.document.tables import Grid, boxed, grid
-from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, LRU, SENTINELS, Document, Memo, Path
+from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, LRU, SENTINELS, Document, Memo, Path, ends_sentence
 from spire_core.options import Fmt
 
 _BACKTICKS = re.compile(r"`+")
@@ -61,7 +61,7 @@ def render(
     """Render the subdocument ``(doc, paths)`` as ``"markdown"`` or ``"text"``.
 
     ``labels`` wrap each unit's text in ``<name>…</name>``; ``markers`` put `` [name]`` after
-    each unit's last word in each block it spans (a citation marker).
+    each unit's last word, and after each block it spans that ends a sentence (a citation marker).
     """
     label_nodes = {name: doc.indices(p) for name, p in (labels or {}).items()}
     marker_nodes = {name: doc.indices(p) for name, p in (markers or {}).items()}
@@ -117,8 +117,10 @@ def _marks(
             marks.closes.setdefault(texts[-1], []).insert(0, name)
     for name, nodes in markers.items():
         words = sorted(i for i in link_indices(doc, nodes) if i in keep and doc.tag[i] is None and doc.text[i].strip())
-        last = {_block_of(doc, i): i for i in words}  # a citation spanning blocks is marked at the end of each
-        for i in sorted(last.values()):
+        # a citation spanning blocks is marked at the end of each that ends a sentence (a term or a
+        # label before its text is not), and at its end
+        ends = sorted({_block_of(doc, i): i for i in words}.values())
+        for i in [*(i for i in ends[:-1] if ends_sentence(doc.text[i])), *ends[-1:]]:
             marks.after.setdefault(i, []).append(name)
     return marks
 
