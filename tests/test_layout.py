@@ -5,12 +5,17 @@ level, inside functions and under ``TYPE_CHECKING``, relative and absolute. ``fr
 b`` is an edge to ``a`` and, when ``b`` is a module, to ``a.b`` too. Importing a submodule is
 not counted as importing its parent package's ``__init__`` (Python runs it, but a package
 importing its own submodules is how packages are built, not a circle).
+
+The same graph keeps ``spire_core``'s layers (:data:`LAYERS`, bottom first): no module
+imports a module of a higher layer, except the pairs of :data:`ALLOWED`, which only shrinks.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("spire_core", "spire_runtime", "spire_llamaindex", "spire_langchain", "benchmarks")
@@ -27,13 +32,14 @@ def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
     return out
 
 
-def imported(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules of ``known`` that the module ``name`` (source ``path``) imports anywhere."""
+def import_lines(name: str, path: Path, known: set[str]) -> dict[str, int]:
+    """The modules of ``known`` that the module ``name`` (source ``path``) imports anywhere,
+    each with the line of its first import."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    targets: set[str] = set()
+    targets: dict[str, int] = {}
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            targets.update(alias.name for alias in node.names)
+            found = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base_parts = package.split(".")
@@ -41,9 +47,18 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
                 base = ".".join([*base_parts, *([node.module] if node.module else [])])
             else:
                 base = node.module or ""
-            targets.add(base)
-            targets.update(f"{base}.{alias.name}" for alias in node.names)
-    return {t for t in targets if t in known and t != name}
+            found = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for target in found:
+            if target in known and target != name:
+                targets[target] = min(targets.get(target, node.lineno), node.lineno)
+    return targets
+
+
+def imported(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of ``known`` that the module ``name`` (source ``path``) imports anywhere."""
+    return set(import_lines(name, path, known))
 
 
 def import_graph(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
@@ -123,3 +138,73 @@ def test_cycles_are_found_through_function_and_type_checking_imports(tmp_path: P
     assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
     (pkg / "a.py").write_text("import os\n")
     assert cycles(import_graph(tmp_path, ("pkg",))) == []
+
+
+#: spire_core's layers, bottom first: each a module or subpackage directly under ``spire_core``
+#: (a subpackage's ``__init__`` is in its layer). A module may import its own layer and those
+#: below it, never one above. ``spire_core/__init__.py``, the package face, is in no layer: it
+#: imports every layer and none may import it (a circle, which the test above finds).
+LAYERS = ("errors", "size", "options", "document", "reading", "context", "indexing", "query", "results", "pipeline")
+
+#: Today's upward imports (issue #51, item 4): (importer, imported module). Each is to be removed
+#: by moving the shared type down to the importer's layer or below, and then struck from here:
+#: the test fails on an upward import not listed and on a listed one that no longer occurs.
+ALLOWED = {
+    # QueryOptions.policy defaults to context.HTML (the Policy type and the default policy)
+    ("spire_core.options", "spire_core.context"),
+    # Hit, Search, Documents, INDICES_MEMO_SIZE; query-time code (sentence_search, expand, PassageHit)
+    ("spire_core.indexing.passages", "spire_core.query.aggregate"),
+}
+
+
+def upward_imports(root: Path, package: str, layers: tuple[str, ...]) -> dict[tuple[str, str], str]:
+    """(importer, imported) -> ``"file:line"`` for every import in ``package`` (under ``root``)
+    from a lower layer of ``layers`` (bottom first) to a higher one; the package's own
+    ``__init__`` is exempt. A module in no layer is an error."""
+    found = modules(root, (package,))
+    rank = {layer: i for i, layer in enumerate(layers)}
+    unlayered = sorted(m for m in found if m != package and m.split(".")[1] not in rank)
+    assert not unlayered, f"modules in no layer of {layers}: {unlayered}"
+    out: dict[tuple[str, str], str] = {}
+    for name, path in found.items():
+        if name == package:
+            continue
+        for target, line in import_lines(name, path, set(found) - {package}).items():
+            if rank[target.split(".")[1]] > rank[name.split(".")[1]]:
+                out[name, target] = f"{path.relative_to(root)}:{line}"
+    return out
+
+
+def test_core_imports_run_down_the_layers() -> None:
+    found = upward_imports(ROOT, "spire_core", LAYERS)
+    new = {pair: where for pair, where in found.items() if pair not in ALLOWED}
+    gone = ALLOWED - set(found)
+    assert not new, "imports from a lower layer to a higher one (LAYERS, issue #51):\n" + "\n".join(
+        f"  {where}: {a} -> {b}" for (a, b), where in sorted(new.items())
+    )
+    assert not gone, f"no longer imported; strike from ALLOWED: {sorted(gone)}"
+
+
+def test_upward_imports_are_found_at_module_level_in_functions_and_relative(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    for sub in ("low", "mid", "top"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from pkg.top import t\n")  # the face imports any layer
+    (pkg / "base.py").write_text("import os\n")
+    (pkg / "low" / "a.py").write_text("from pkg import base\nfrom ..mid import m\n")
+    (pkg / "mid" / "m.py").write_text("from pkg.low import a\n\ndef f():\n    import pkg.top.t\n")
+    (pkg / "top" / "t.py").write_text("from ..mid import m\nfrom pkg.low.a import x\nfrom . import u\n")
+    (pkg / "top" / "u.py").write_text("")
+    layers = ("base", "low", "mid", "top")
+    assert upward_imports(tmp_path, "pkg", layers) == {
+        ("pkg.low.a", "pkg.mid"): "pkg/low/a.py:2",
+        ("pkg.low.a", "pkg.mid.m"): "pkg/low/a.py:2",
+        ("pkg.mid.m", "pkg.top.t"): "pkg/mid/m.py:4",
+    }
+    (pkg / "low" / "a.py").write_text("from pkg import base\n")
+    (pkg / "mid" / "m.py").write_text("from pkg.low import a\n")
+    assert upward_imports(tmp_path, "pkg", layers) == {}
+    (pkg / "stray.py").write_text("")
+    with pytest.raises(AssertionError, match=r"pkg\.stray"):
+        upward_imports(tmp_path, "pkg", layers)
