@@ -37,7 +37,7 @@ import functools
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -402,18 +402,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError as err:
             self._send(HTTPStatus.BAD_REQUEST, {"error": str(err)})
             return
-        try:
+
+        def answer() -> None:
             payload = service.answer(question, **overrides)
             if outline:
                 payload["outline"] = service.outline(payload)
-        except SpireError as err:
-            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(err)})
-            return
-        except Exception as err:  # the server outlives a failed request; the log has the trace
-            log.exception("query %r failed", question)
-            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(err).__name__}: {err}"})
-            return
-        self._send(HTTPStatus.OK, payload)
+            self._send(HTTPStatus.OK, payload)
+
+        self._guarded(f"query {question!r}", answer)
 
     def _source(self, params: dict[str, list[str]]) -> None:
         """``/source?doc=DOC_ID&cite=CITATION_ID...[&n=N...]``: the page, its citations highlighted."""
@@ -442,7 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         from spire_core import UnknownPathError
 
-        try:
+        def show() -> None:
             doc = service.retriever().sources(doc_id)
             for cit in citations:
                 try:
@@ -452,14 +448,20 @@ class _Handler(BaseHTTPRequestHandler):
                     self._send(HTTPStatus.NOT_FOUND, {"error": error})
                     return
             page = service.source_page(doc_id, citations, numbers or None)
+            self._send_bytes(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8", csp=SOURCE_CSP)
+
+        self._guarded(f"source {doc_id!r}", show)
+
+    def _guarded(self, what: str, run: Callable[[], None]) -> None:
+        """``run()``, answering a failure with status 500 and its message (the server outlives it;
+        the log has the trace of anything not a :class:`SpireError`)."""
+        try:
+            run()
         except SpireError as err:
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": str(err)})
-            return
-        except Exception as err:  # the server outlives a failed request; the log has the trace
-            log.exception("source %r failed", doc_id)
+        except Exception as err:
+            log.exception("%s failed", what)
             self._send(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(err).__name__}: {err}"})
-            return
-        self._send_bytes(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8", csp=SOURCE_CSP)
 
     def _send(self, status: HTTPStatus, payload: dict[str, Any], *, close: bool = False) -> None:
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
