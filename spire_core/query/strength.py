@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from spire_core.context import HTML, Policy
 from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Path
+from spire_core.indexing.passages import PassageHit
 from spire_core.options import DEFAULT_MAX_CITATIONS, DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE, Fmt
 from spire_core.query.aggregate import Hit, Subdocument, own_text, seed_indices
 from spire_core.query.citation import Citation
@@ -58,22 +59,24 @@ class Signals:
     lexical: dict[Key, float] = field(default_factory=dict)
     #: whether a lexical ranking took part (without one a strength is its passage's similarity alone)
     fused: bool = True
+    #: the best lexical score recorded
+    top: float = 0.0
 
-    def record_passages(self, hits: Sequence[object]) -> None:
-        """Note each passage hit's members (``PassageHit``: ``doc_id``, ``members``, ``score``)."""
+    def record_passages(self, hits: Sequence[PassageHit]) -> None:
+        """Note each passage hit's members and similarity."""
         for hit in hits:
-            doc_id, members, score = hit.doc_id, hit.members, hit.score  # type: ignore[attr-defined]
-            for m in members:
-                self.passages.setdefault((doc_id, m), (tuple(members), float(score)))
+            for m in hit.members:
+                self.passages.setdefault((hit.doc_id, m), (tuple(hit.members), float(hit.score)))
 
     def record_lexical(self, hits: Sequence[Hit]) -> None:
         """Note the lexical ranking's scores."""
         for hit in hits:
             self.lexical.setdefault((hit.doc_id, hit.paths), float(hit.score))
+            self.top = max(self.top, float(hit.score))
 
     def strength(self, doc_id: str, members: Sequence[frozenset[Path]]) -> float:
         """The strength of a citation of ``members`` (sentence path sets) of page ``doc_id``, in [0, 1]."""
-        top = max(self.lexical.values(), default=0.0)
+        top = self.top
         dense = lexical = 0.0
         for m in members:
             found = self.passages.get((doc_id, m))
