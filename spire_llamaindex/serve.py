@@ -355,21 +355,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         url = urlsplit(self.path)
-        if url.path != "/query":
-            self._send(HTTPStatus.NOT_FOUND, {"error": f"no POST to {url.path!r}: POST /query"}, close=True)
-            return
         length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        known = length is not None and length.strip().isdigit()
+        if url.path != "/query":
+            dropped = known and self._dropped(int(length or 0))
+            self._send(HTTPStatus.NOT_FOUND, {"error": f"no POST to {url.path!r}: POST /query"}, close=not dropped)
+            return
+        if length is None or not known:
             self._send(HTTPStatus.LENGTH_REQUIRED, {"error": "POST /query needs a Content-Length"}, close=True)
             return
         if int(length) > MAX_BODY:
             error = f"the body is {int(length)} bytes: at most {MAX_BODY}"
-            drain = int(length) <= _DRAINED  # read and dropped, so that the client reads the answer
-            left = int(length) if drain else 0
-            while left > 0:
-                chunk = self.rfile.read(min(left, MAX_BODY))
-                left = 0 if not chunk else left - len(chunk)
-            self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": error}, close=not drain)
+            self._send(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": error}, close=not self._dropped(int(length)))
             return
         body = self.rfile.read(int(length))
         content_type = self.headers.get_content_type()
@@ -451,6 +448,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8", csp=SOURCE_CSP)
 
         self._guarded(f"source {doc_id!r}", show)
+
+    def _dropped(self, length: int) -> bool:
+        """Read and drop a body refused unread (at most :data:`_DRAINED` bytes), so that the client,
+        still sending it, reads the answer: whether it was (else the connection is to be closed)."""
+        left = length if length <= _DRAINED else 0
+        while left > 0:
+            chunk = self.rfile.read(min(left, MAX_BODY))
+            left = 0 if not chunk else left - len(chunk)
+        return length <= _DRAINED
 
     def _guarded(self, what: str, run: Callable[[], None]) -> None:
         """``run()``, answering a failure with status 500 and its message (the server outlives it;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import socket
 import threading
 import urllib.error
 import urllib.parse
@@ -187,11 +188,17 @@ def test_post_query_errors(server: SpireServer) -> None:
     assert post(server, {"q": "x"}, "text/plain") == (415, {"error": wrong})
     status, big = post(server, {"q": "x" * (serve_module.MAX_BODY + 1)})
     assert status == 413 and str(serve_module.MAX_BODY) in big["error"]
-    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=60)  # chunked: no Content-Length
-    conn.request("POST", "/query", body=iter([b'{"q": "x"}']), headers={"Content-Type": "application/json"})
-    response = conn.getresponse()
-    assert response.status == 411 and "Content-Length" in json.loads(response.read())["error"]
-    conn.close()
+    # chunked: no Content-Length. The whole request is sent at once before the answer is read (with
+    # http.client the last chunk could still be on its way when the server answers and closes)
+    chunked = (
+        b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b'Transfer-Encoding: chunked\r\n\r\na\r\n{"q": "x"}\r\n0\r\n\r\n'
+    )
+    with socket.create_connection(server.server_address[:2], timeout=60) as sock:
+        sock.sendall(chunked)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        assert response.status == 411 and "Content-Length" in json.loads(response.read())["error"]
     status, _, body = request(server, "POST", "/health", b"{}", {"Content-Type": "application/json"})
     assert status == 404 and "POST /query" in json.loads(body)["error"]
 
