@@ -53,8 +53,20 @@ def norm(text):
     return re.sub(r"([(\[{])\s+", r"\1", text)
 
 
+# score.py's whole-word rule (kept identical on purpose): next to a Han, kana or Hangul character no
+# word boundary is needed, those scripts put no spaces between words
+CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+CJK_CHAR = re.compile(rf"[{CJK}]")
+
+
+def word_pattern(needle):
+    left = "" if CJK_CHAR.match(needle[0]) else rf"(?<![^\W{CJK}])"
+    right = "" if CJK_CHAR.match(needle[-1]) else rf"(?![^\W{CJK}])"
+    return left + re.escape(needle) + right
+
+
 def contains_word(haystack, needle):
-    return re.search(r"(?<!\w)" + re.escape(needle) + r"(?!\w)", haystack) is not None
+    return bool(needle) and re.search(word_pattern(needle), haystack) is not None
 
 
 def visible_text(path):
@@ -140,7 +152,7 @@ def check(qfile, warn=False):
             if ev is not None and not contains_word(ev, na):
                 bad(f"answer not in evidence (whole words): {a!r}")
             if warn:
-                k = len(re.findall(r"(?<!\w)" + re.escape(na) + r"(?!\w)", text))
+                k = len(re.findall(word_pattern(na), text))
                 if k > 3:
                     warnings.append(f"{qid}: answer {a!r} occurs {k} times on {q['gold_doc']}")
         for c in context:
