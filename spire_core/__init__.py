@@ -34,14 +34,14 @@ from spire_core.errors import (
 )
 from spire_core.indexing.passages import Passage, PassageHit, passages
 from spire_core.indexing.units import DocumentCache, Seed, seeds
-from spire_core.options import QueryOptions
+from spire_core.options import Cut, QueryOptions
 from spire_core.pipeline import aretrieve, retrieve, run_query
 from spire_core.query.aggregate import Hit, Search, Subdocument, aggregate, own_paths
 from spire_core.query.citation import Citation
 from spire_core.query.evidence import DEFAULT_DEADLINE, Evidence, aselect_evidence, select_evidence
 from spire_core.query.lexical import LexicalIndex
 from spire_core.query.local import local_context
-from spire_core.query.strength import Cut, rank_evidence, ranked_evidence
+from spire_core.query.strength import rank_evidence, ranked_evidence
 from spire_core.reading.markdown import is_markdown, markdown_to_html
 from spire_core.reading.parse import (
     declared_kind,

@@ -10,7 +10,7 @@ evidence everywhere. :class:`QueryOptions` is the one object holding every query
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -53,12 +53,40 @@ DEFAULT_TABLE_SHARE = 0.9
 DEFAULT_TABLE_VIEWS = 3
 #: Follow the references of cited sentences one hop into the corpus (:mod:`spire_core.query.references`).
 DEFAULT_RESOLVE_REFS = False
-#: The citation cut (:class:`spire_core.query.strength.Cut`): at most this many citations are named
+#: The citation cut (:class:`Cut`): at most this many citations are named
 #: as evidence, each at least ``DEFAULT_MIN_SCORE`` strong and at least ``DEFAULT_RELATIVE_SCORE``
 #: times the strongest (tuned on the docs and wtq dev sets; docs/benchmarks.md, "Ranked evidence").
 DEFAULT_MAX_CITATIONS: int | None = 16
 DEFAULT_MIN_SCORE = 0.0
 DEFAULT_RELATIVE_SCORE = 0.3
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Which of a query's delivered citations are named as evidence: the strongest, at most
+    ``max_citations``, each at least ``min_score`` and ``relative`` times the strongest
+    (:mod:`spire_core.query.strength`); the others stay delivered, as context."""
+
+    #: at most this many citations are named (None: no limit)
+    max_citations: int | None = DEFAULT_MAX_CITATIONS
+    #: a named citation's strength is at least this
+    min_score: float = DEFAULT_MIN_SCORE
+    #: ... and at least this share of the strongest citation's
+    relative: float = DEFAULT_RELATIVE_SCORE
+
+    def __post_init__(self) -> None:
+        if self.max_citations is not None and self.max_citations <= 0:
+            raise ValueError(f"max_citations must be positive or None, not {self.max_citations}")
+        if not 0.0 <= self.min_score <= 1.0 or not 0.0 <= self.relative <= 1.0:
+            raise ValueError("min_score and relative must be in [0, 1]")
+
+    def named(self, scores: Sequence[float]) -> int:
+        """How many of ``scores`` (best first) are named."""
+        if not scores:
+            return 0
+        floor = max(self.min_score, self.relative * scores[0])
+        n = next((i for i, s in enumerate(scores) if s < floor), len(scores))
+        return n if self.max_citations is None else min(n, self.max_citations)
 
 
 def widest(first_k: int = DEFAULT_FIRST_K, max_rounds: int = DEFAULT_MAX_ROUNDS) -> int:
@@ -99,7 +127,7 @@ class QueryOptions:
     #: name as citations of their own, under the same budget (:mod:`spire_core.query.references`)
     resolve_refs: bool = DEFAULT_RESOLVE_REFS
     #: name at most this many citations as evidence, strongest first (positive; None: no limit); the
-    #: others stay delivered as context (:class:`~spire_core.query.strength.Cut`)
+    #: others stay delivered as context (:class:`Cut`)
     max_citations: int | None = DEFAULT_MAX_CITATIONS
     #: a citation named as evidence is at least this strong (in [0, 1]; strengths are in [0, 1])
     min_score: float = DEFAULT_MIN_SCORE
@@ -115,11 +143,12 @@ class QueryOptions:
             raise ValueError("first_k, max_rounds and fill must be positive")
         if self.max_pages is not None and self.max_pages <= 0:
             raise ValueError(f"max_pages must be positive, not {self.max_pages}")
-        # the cut's fields, as :class:`~spire_core.query.strength.Cut` checks them
-        if self.max_citations is not None and self.max_citations <= 0:
-            raise ValueError(f"max_citations must be positive or None, not {self.max_citations}")
-        if not 0.0 <= self.min_score <= 1.0 or not 0.0 <= self.relative_score <= 1.0:
-            raise ValueError("min_score and relative must be in [0, 1]")
+        self.cut  # noqa: B018 (the cut's fields, checked as the Cut checks them)
+
+    @property
+    def cut(self) -> Cut:
+        """Which of a query's delivered citations are named as evidence."""
+        return Cut(self.max_citations, self.min_score, self.relative_score)
 
     @property
     def widest(self) -> int:

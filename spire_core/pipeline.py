@@ -34,7 +34,7 @@ from spire_core.query.aggregate import Documents, Hit, Search, Subdocument, aggr
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
 from spire_core.query.fusion import fused_search
 from spire_core.query.references import Resolver, cite_references
-from spire_core.query.strength import Cut, Signals, rank_evidence
+from spire_core.query.strength import Signals, rank_evidence
 from spire_core.query.table_views import table_views
 from spire_core.results.schema import filter_report, members_of, subdocuments, unit_of
 
@@ -157,8 +157,7 @@ def run_query(
             query, results, lookup, budget=options.budget, size=options.size, policy=options.policy, fmt=options.fmt
         )
     results = cite_references(results, lookup, resolver)
-    cut = Cut(options.max_citations, options.min_score, options.relative_score)
-    return rank_evidence(results, signals, lookup, cut=cut, policy=options.policy, fmt=options.fmt)
+    return rank_evidence(results, signals, lookup, cut=options.cut, policy=options.policy, fmt=options.fmt)
 
 
 def first_pages(search: Search, pages: int) -> Search:

@@ -118,7 +118,7 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     #: follow the references of cited sentences one hop into the stored pages and deliver what they
     #: name as citations of their own, under the same budget (``spire_core.query.references``)
     resolve_refs: bool = DEFAULT_RESOLVE_REFS
-    #: the citation cut (``spire_core.query.strength.Cut``): at most this many citations named as evidence
+    #: the citation cut (``spire_core.options.Cut``): at most this many citations named as evidence
     max_citations: int | None = Field(default=DEFAULT_MAX_CITATIONS, gt=0)
     #: ... each at least this strong (strengths are in [0, 1])
     min_score: float = Field(default=DEFAULT_MIN_SCORE, ge=0, le=1)

@@ -76,7 +76,7 @@ from spire_core.errors import SpireError
 from spire_core.indexing.units import seeds
 from spire_core.options import Fmt
 from spire_core.query.aggregate import Hit
-from spire_core.reading.language import stop_words
+from spire_core.reading.language import cjk_bigrams, stop_words
 from spire_core.size import CJK
 
 __all__ = [
@@ -156,14 +156,6 @@ def tokenizer(
         return terms
 
     return tokenize
-
-
-def cjk_bigrams(run: str) -> list[str]:
-    """The overlapping character bigrams of a run of Han, kana or Hangul characters (``"系统升级"``
-    -> ``["系统", "统升", "升级"]``); a run of one character is itself."""
-    if len(run) < 2:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 _WORD = re.compile(r"\w+")

@@ -22,7 +22,7 @@ table views, for what a reader sees first:
   is where a reader looks first). Among equal strengths a view comes first.
 - **Results and citations come best first**: a result's score is its best citation's, and
   a result lists its citations by strength (its text keeps the page's reading order).
-- **The cut** (:class:`Cut`) names as evidence the strongest citations: at most
+- **The cut** (:class:`~spire_core.options.Cut`) names as evidence the strongest citations: at most
   ``max_citations``, each at least ``min_score`` and at least ``relative`` times the best
   one's strength; the others stay delivered, as context (``Citation.evidence`` False). The
   delivered text and its cost are what aggregation paid for: the cut changes what is cited,
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from spire_core.context import HTML, Policy
 from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Path
 from spire_core.indexing.passages import PassageHit
-from spire_core.options import DEFAULT_MAX_CITATIONS, DEFAULT_MIN_SCORE, DEFAULT_RELATIVE_SCORE, Fmt
+from spire_core.options import Cut, Fmt
 from spire_core.query.aggregate import Hit, Subdocument, own_text, seed_indices
 from spire_core.query.citation import Citation
 
@@ -87,32 +87,6 @@ class Signals:
         if not self.fused:
             return min(dense, 1.0)
         return (min(dense, 1.0) + LEXICAL_WEIGHT * min(lexical, 1.0)) / (1.0 + LEXICAL_WEIGHT)
-
-
-@dataclass(frozen=True)
-class Cut:
-    """Which of a query's delivered citations are named as evidence (module docstring)."""
-
-    #: at most this many citations are named (None: no limit)
-    max_citations: int | None = DEFAULT_MAX_CITATIONS
-    #: a named citation's strength is at least this
-    min_score: float = DEFAULT_MIN_SCORE
-    #: ... and at least this share of the strongest citation's
-    relative: float = DEFAULT_RELATIVE_SCORE
-
-    def __post_init__(self) -> None:
-        if self.max_citations is not None and self.max_citations <= 0:
-            raise ValueError(f"max_citations must be positive or None, not {self.max_citations}")
-        if not 0.0 <= self.min_score <= 1.0 or not 0.0 <= self.relative <= 1.0:
-            raise ValueError("min_score and relative must be in [0, 1]")
-
-    def named(self, scores: Sequence[float]) -> int:
-        """How many of ``scores`` (best first) are named."""
-        if not scores:
-            return 0
-        floor = max(self.min_score, self.relative * scores[0])
-        n = next((i for i, s in enumerate(scores) if s < floor), len(scores))
-        return n if self.max_citations is None else min(n, self.max_citations)
 
 
 def rank_evidence(

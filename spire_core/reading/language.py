@@ -130,7 +130,6 @@ def punkt_language(language: str | None) -> str:
     return PUNKT_LANGUAGES.get(language or "", FALLBACK)
 
 
-#: What a page without a declared language is matched as (:func:`stop_words`, :func:`stem_words`).
 #: a run of Han, kana or Hangul characters (:data:`spire_core.size.CJK`): words written without spaces
 CJK_RUN = re.compile(f"[{CJK}]+")
 
@@ -158,6 +157,7 @@ def script_words(words: Sequence[str]) -> list[str]:
     return out
 
 
+#: What a page without a declared language is matched as (:func:`stop_words`, :func:`stem_words`).
 FALLBACK_WORDS = "english"
 
 

@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spire_core import Document, PassageHit, approx_tokens, parse_html, seeds
-from spire_core.options import QueryOptions
+from spire_core.options import Cut, QueryOptions
 from spire_core.pipeline import run_query
 from spire_core.query.lexical import LexicalIndex
-from spire_core.query.strength import Cut, ranked_evidence
+from spire_core.query.strength import ranked_evidence
 
 FILLER = [
     "The archive keeps every record for later inspection by the staff.",
