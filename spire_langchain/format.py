@@ -23,13 +23,13 @@ def numbered_citations(documents: Sequence[LCDocument]) -> list[Citation]:
 
     A document without SPIRE citations counts as one citation with an empty path set, after them.
     """
-    cited = [c for doc in documents for c in citations_of(doc)]
+    per_doc = [(doc, citations_of(doc)) for doc in documents]
     plain = [
         Citation(str(doc.metadata.get(DOC_ID) or source_id(doc)), frozenset(), doc.page_content)
-        for doc in documents
-        if not citations_of(doc)
+        for doc, cited in per_doc
+        if not cited
     ]
-    return [*ranked_evidence_of(cited), *plain]
+    return [*ranked_evidence_of([c for _, cited in per_doc for c in cited]), *plain]
 
 
 def cited_sources(

@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 
 from spire_core.document.paths import link_indices, link_order
 from spire_core.document.tables import Grid, boxed, grid
-from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, LRU, SENTINELS, Document, Memo, Path, ends_sentence
+from spire_core.document.tree import (
+    HEADING_LEVELS,
+    INLINE_TAGS,
+    LRU,
+    SENTINELS,
+    Document,
+    Memo,
+    Path,
+    block_of,
+    ends_sentence,
+)
 from spire_core.options import Fmt
 
 _BACKTICKS = re.compile(r"`+")
@@ -119,18 +129,10 @@ def _marks(
         words = sorted(i for i in link_indices(doc, nodes) if i in keep and doc.tag[i] is None and doc.text[i].strip())
         # a citation spanning blocks is marked at the end of each that ends a sentence (a term or a
         # label before its text is not), and at its end
-        ends = sorted({_block_of(doc, i): i for i in words}.values())
+        ends = sorted({block_of(doc, i): i for i in words}.values())
         for i in [*(i for i in ends[:-1] if ends_sentence(doc.text[i])), *ends[-1:]]:
             marks.after.setdefault(i, []).append(name)
     return marks
-
-
-def _block_of(doc: Document, node: int) -> int:
-    """The nearest element above ``node`` that is not inline (-1: none)."""
-    j = doc.parent[node]
-    while j >= 0 and doc.tag[j] in INLINE_TAGS:
-        j = doc.parent[j]
-    return j
 
 
 def code_fence(code: str) -> str:

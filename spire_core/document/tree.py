@@ -94,6 +94,14 @@ def ends_sentence(text: str) -> bool:
     return _SENTENCE_END.search(text.rstrip()) is not None
 
 
+def block_of(doc: Document, node: int) -> int:
+    """The nearest element above ``node`` that is not inline (-1: none): the block it stands in."""
+    j = doc.parent[node]
+    while j >= 0 and doc.tag[j] in INLINE_TAGS:
+        j = doc.parent[j]
+    return j
+
+
 _EMPTY: Mapping[str, str] = {}
 #: The nodes :meth:`Document.subtree_text` reads: text nodes, and ``<br>`` as a space.
 _TEXTUAL = frozenset([None, "br"])

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from spire_core.context import HTML, Policy
-from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, SENTINELS, Document, Path
+from spire_core.document.tree import HEADING_LEVELS, Document, Path, block_of
 from spire_core.indexing.passages import PassageHit
 from spire_core.options import Cut, Fmt
 from spire_core.query.aggregate import Hit, Subdocument, own_text, seed_indices
@@ -206,9 +206,5 @@ def _merged(
 
 def _heading(doc: Document, paths: frozenset[Path]) -> bool:
     """Whether a sentence stands in a heading (``h1`` to ``h6``)."""
-    j = min(seed_indices(doc, paths)[1])
-    while j >= 0 and doc.tag[j] not in HEADING_LEVELS:
-        if doc.tag[j] is not None and doc.tag[j] not in INLINE_TAGS and doc.tag[j] not in SENTINELS:
-            return False
-        j = doc.parent[j]
-    return j >= 0
+    block = block_of(doc, min(seed_indices(doc, paths)[1]))
+    return block >= 0 and doc.tag[block] in HEADING_LEVELS
