@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 
 from langchain_core.documents import Document as LCDocument
@@ -10,6 +9,7 @@ from langchain_core.stores import BaseStore
 
 from spire_core import Citation, MissingSourceError
 from spire_core.results.schema import citations_from
+from spire_runtime.pages import text_page_id
 
 
 def source_id(document: LCDocument) -> str:
@@ -22,7 +22,7 @@ def source_id(document: LCDocument) -> str:
     source = document.metadata.get("source")
     if source not in (None, ""):
         return str(source)
-    return "sha256:" + hashlib.sha256(document.page_content.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return text_page_id(document.page_content)
 
 
 def page_loader(docstore: BaseStore[str, LCDocument]) -> Callable[[str], str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 import time
@@ -25,7 +24,7 @@ from spire_core.reading.decoding import DEFAULT_MAX_BYTES, Decoded, decode
 from spire_core.reading.files import page_files as core_page_files
 from spire_core.reading.files import read_page_file
 from spire_runtime.defaults import DEFAULT_BATCH_PAGES
-from spire_runtime.pages import page_file
+from spire_runtime.pages import page_file, text_page_id
 
 from ._source import log
 from .embedding import embed_texts
@@ -410,9 +409,7 @@ def as_page(page: BaseNode | str | os.PathLike[str]) -> BaseNode:
         raise TypeError(f"a page is a Document, a file path or a page's text, not {type(page).__name__}")
     path = page_file(page)
     if path is None:
-        text = str(page)
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        return Document(id_=f"sha256:{digest}", text=text)
+        return Document(id_=text_page_id(str(page)), text=str(page))
     return _page_document(str(path), read_page_file(path))
 
 

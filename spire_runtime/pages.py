@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,6 +51,12 @@ def page_file(page: str | os.PathLike[str]) -> Path | None:
     if page.strip().lower().endswith(PAGE_SUFFIXES):  # "x.html": a page file's name, not a page
         raise FileNotFoundError(f"no such page file: {page!r} (a string naming a page file is read as that file)")
     return None
+
+
+def text_page_id(text: str) -> str:
+    """The id of a page given as its text, with no id of its own: ``sha256:`` and a hash of the text
+    (both adapters: the same page text is the same page)."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _str(value: Any) -> str | None:
