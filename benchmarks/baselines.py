@@ -26,9 +26,9 @@ from typing import Any
 import lxml.html
 import numpy as np
 
-from spire_core.query.aggregate import Hit
 from spire_core.query.fusion import DEFAULT_RRF_K, rrf
 from spire_core.query.lexical import _bm25s
+from spire_core.values import Hit
 
 from .common import Page, Prediction, Question, Ranking, System, Unit, cite, import_file
 

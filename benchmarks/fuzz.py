@@ -88,8 +88,9 @@ from spire_core import (
     to_metadata,
 )
 from spire_core.document.render import render_indices
-from spire_core.indexing.passages import CONTEXT_PER_CHAR, CONTEXT_PER_PAGE, expand, page_size
+from spire_core.indexing.passages import CONTEXT_PER_CHAR, CONTEXT_PER_PAGE, page_size
 from spire_core.query.evidence import build_prompt, build_views
+from spire_core.query.passages import expand
 from spire_core.results.schema import PATHS, members_of, unit_metadata
 
 # -- the generator -----------------------------------------------------------------------

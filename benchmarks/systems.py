@@ -16,11 +16,11 @@ from typing import Any
 
 from spire_core import HTML, NONE, Document, MissingSourceError, Policy, Subdocument, approx_tokens, compose, seeds
 from spire_core.context import DEFINITIONS
-from spire_core.indexing.passages import PassageHit
 from spire_core.options import DEFAULT_TARGET, DEFAULT_UNIT, QueryOptions
 from spire_core.options import Unit as UnitKind
 from spire_core.pipeline import filter_results, run_query
 from spire_core.query.lexical import LexicalIndex
+from spire_core.query.passages import PassageHit
 from spire_core.query.strength import ranked_evidence
 
 from . import baselines
@@ -68,7 +68,7 @@ class Spire(System):
     """Passage (or sentence, or block) seeds with global context, aggregated per page under the budget.
 
     A passage hit counts as its member sentences, the ones sharing most words with the
-    question first (:func:`spire_core.passages.expand`): citations stay sentences.
+    question first (:func:`spire_core.query.passages.expand`): citations stay sentences.
     """
 
     def __init__(

@@ -32,15 +32,15 @@ from spire_core.errors import (
     UndecodableError,
     UnknownPathError,
 )
-from spire_core.indexing.passages import Passage, PassageHit, passages
+from spire_core.indexing.passages import Passage, passages
 from spire_core.indexing.units import DocumentCache, Seed, seeds
 from spire_core.options import Cut, QueryOptions
 from spire_core.pipeline import aretrieve, retrieve, run_query
-from spire_core.query.aggregate import Hit, Search, Subdocument, aggregate, own_paths
-from spire_core.query.citation import Citation
+from spire_core.query.aggregate import aggregate, own_paths
 from spire_core.query.evidence import DEFAULT_DEADLINE, Evidence, aselect_evidence, select_evidence
 from spire_core.query.lexical import LexicalIndex
 from spire_core.query.local import local_context
+from spire_core.query.passages import PassageHit
 from spire_core.query.strength import rank_evidence, ranked_evidence
 from spire_core.reading.markdown import is_markdown, markdown_to_html
 from spire_core.reading.parse import (
@@ -56,6 +56,7 @@ from spire_core.reading.sentences import Sentence, sentences
 from spire_core.results.highlight import highlight
 from spire_core.results.schema import from_metadata, subdocuments, to_metadata, unit_id
 from spire_core.size import approx_tokens, model_tokens
+from spire_core.values import Citation, Hit, Search, Subdocument
 
 __all__ = [
     "DEFAULT_DEADLINE",

@@ -15,11 +15,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from spire_core.context import HTML, Policy
+from spire_core.document.render import Fmt as Fmt  # the render format, an option of every entry point
 from spire_core.errors import BudgetError
 from spire_core.size import SizeFn, approx_tokens
 
-#: Rendering of a path set.
-Fmt = Literal["markdown", "text"]
 #: What one indexed unit is: a sentence, a whole block leaf, or a passage (consecutive
 #: sentences of one section, embedded together and cited sentence by sentence).
 Unit = Literal["sentence", "block", "passage"]

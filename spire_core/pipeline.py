@@ -28,15 +28,16 @@ from typing import Any, TypeVar
 
 from spire_core.document.tree import Document
 from spire_core.errors import MissingSourceError, PathFormatError, SchemaVersionError, UnknownPathError
-from spire_core.indexing.passages import PassageHit, sentence_search
 from spire_core.options import DEFAULT_TARGET, OnError, QueryOptions
-from spire_core.query.aggregate import Documents, Hit, Search, Subdocument, aggregate, document_lookup, seed_indices
+from spire_core.query.aggregate import aggregate, seed_indices
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
 from spire_core.query.fusion import fused_search
+from spire_core.query.passages import PassageHit, sentence_search
 from spire_core.query.references import Resolver, cite_references
 from spire_core.query.strength import Signals, rank_evidence
 from spire_core.query.table_views import table_views
 from spire_core.results.schema import filter_report, members_of, subdocuments, unit_of
+from spire_core.values import Documents, Hit, Search, Subdocument, document_lookup
 
 log = logging.getLogger("spire")
 

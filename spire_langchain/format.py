@@ -8,11 +8,11 @@ from langchain_core.documents import Document as LCDocument
 
 from spire_core import Citation, Policy
 from spire_core.options import Fmt
-from spire_core.query.aggregate import Documents
 from spire_core.query.strength import ranked_evidence_of
 from spire_core.results.schema import DOC_ID, from_metadata
 from spire_core.results.sources import Sources, cite_sources
 from spire_core.size import SizeFn
+from spire_core.values import Documents
 
 from ._source import citations_of, source_id
 

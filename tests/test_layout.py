@@ -7,7 +7,7 @@ not counted as importing its parent package's ``__init__`` (Python runs it, but 
 importing its own submodules is how packages are built, not a circle).
 
 The same graph keeps ``spire_core``'s layers (:data:`LAYERS`, bottom first): no module
-imports a module of a higher layer, except the pairs of :data:`ALLOWED`, which only shrinks.
+imports a module of a higher layer.
 """
 
 from __future__ import annotations
@@ -144,17 +144,19 @@ def test_cycles_are_found_through_function_and_type_checking_imports(tmp_path: P
 #: (a subpackage's ``__init__`` is in its layer). A module may import its own layer and those
 #: below it, never one above. ``spire_core/__init__.py``, the package face, is in no layer: it
 #: imports every layer and none may import it (a circle, which the test above finds).
-LAYERS = ("errors", "size", "options", "document", "reading", "context", "indexing", "query", "results", "pipeline")
-
-#: Today's upward imports (issue #51, item 4): (importer, imported module). Each is to be removed
-#: by moving the shared type down to the importer's layer or below, and then struck from here:
-#: the test fails on an upward import not listed and on a listed one that no longer occurs.
-ALLOWED = {
-    # QueryOptions.policy defaults to context.HTML (the Policy type and the default policy)
-    ("spire_core.options", "spire_core.context"),
-    # Hit, Search, Documents, INDICES_MEMO_SIZE; query-time code (sentence_search, expand, PassageHit)
-    ("spire_core.indexing.passages", "spire_core.query.aggregate"),
-}
+LAYERS = (
+    "errors",
+    "size",
+    "document",
+    "values",
+    "reading",
+    "context",
+    "options",
+    "indexing",
+    "query",
+    "results",
+    "pipeline",
+)
 
 
 def upward_imports(root: Path, package: str, layers: tuple[str, ...]) -> dict[tuple[str, str], str]:
@@ -177,12 +179,9 @@ def upward_imports(root: Path, package: str, layers: tuple[str, ...]) -> dict[tu
 
 def test_core_imports_run_down_the_layers() -> None:
     found = upward_imports(ROOT, "spire_core", LAYERS)
-    new = {pair: where for pair, where in found.items() if pair not in ALLOWED}
-    gone = ALLOWED - set(found)
-    assert not new, "imports from a lower layer to a higher one (LAYERS, issue #51):\n" + "\n".join(
-        f"  {where}: {a} -> {b}" for (a, b), where in sorted(new.items())
+    assert not found, "imports from a lower layer to a higher one (LAYERS, issue #51):\n" + "\n".join(
+        f"  {where}: {a} -> {b}" for (a, b), where in sorted(found.items())
     )
-    assert not gone, f"no longer imported; strike from ALLOWED: {sorted(gone)}"
 
 
 def test_upward_imports_are_found_at_module_level_in_functions_and_relative(tmp_path: Path) -> None:

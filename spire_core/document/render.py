@@ -16,6 +16,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from spire_core.document.paths import link_indices, link_order
 from spire_core.document.tables import Grid, boxed, grid
@@ -30,7 +31,9 @@ from spire_core.document.tree import (
     block_of,
     ends_sentence,
 )
-from spire_core.options import Fmt
+
+#: Rendering of a path set.
+Fmt = Literal["markdown", "text"]
 
 _BACKTICKS = re.compile(r"`+")
 _TIGHT = frozenset({"li", "dt", "dd"})

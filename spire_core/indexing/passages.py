@@ -5,7 +5,8 @@ A *passage* is a run of consecutive sentence seeds, in document order, under one
 Its embedded text is ``render(global_context(union of its seeds))``, rendered once, so the
 title, the headings, a list's label and a table's header row are paid once per passage
 instead of once per sentence (a table's rows are packed under one header rendering). The
-passage keeps its members' seed path sets: at query time :func:`expand` turns passage
+passage keeps its members' seed path sets: at query time
+:func:`~spire_core.query.passages.expand` turns passage
 hits back into sentence hits (each member inherits its passage's score), which
 :func:`~spire_core.query.aggregate` merges per page as usual, so every citation is still a
 sentence's path set into the source page.
@@ -29,10 +30,8 @@ becomes a few passages, not one 4 KB context each). No bench page comes near the
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from spire_core.context import HTML, Policy
 from spire_core.context.headers import headings
@@ -40,23 +39,13 @@ from spire_core.context.policy import MAX_CONTEXT_CHARS
 from spire_core.document.links import Reference, references
 from spire_core.document.paths import down_indices
 from spire_core.document.render import rendered
-from spire_core.document.tree import LRU, SENTINELS, Document, Memo, Path
-from spire_core.errors import PathFormatError, UnknownPathError
+from spire_core.document.tree import SENTINELS, Document, Path
+from spire_core.errors import PathFormatError
 from spire_core.options import DEFAULT_PASSAGE_TOKENS, DEFAULT_SIZE, MODEL_WINDOW, Fmt
-from spire_core.query.aggregate import INDICES_MEMO_SIZE, Documents, Hit, Search
-from spire_core.reading.language import CJK_RUN, script_words
 from spire_core.reading.sentences import Sentence, sentence_indices, sentences
 from spire_core.size import SizeFn, model_tokens
 
 log = logging.getLogger(__name__)
-
-#: How the members of one passage hit are ordered: by document order, or by how many of
-#: the question's words each holds (ties in document order).
-MemberOrder = Literal["document", "overlap"]
-MEMBER_ORDERS: tuple[MemberOrder, ...] = ("document", "overlap")
-
-#: The words of member sentences (``order="overlap"``), memoised per page: units recur query after query.
-MEMBER_WORDS: Memo[LRU[frozenset[Path], set[str]]] = Memo(lambda doc: LRU(INDICES_MEMO_SIZE))
 
 
 @dataclass(frozen=True)
@@ -74,15 +63,6 @@ class Passage:
     text: str
     #: the references its members' text makes (:func:`~spire_core.document.links.references`)
     references: tuple[Reference, ...] = ()
-
-
-@dataclass(frozen=True)
-class PassageHit:
-    """One ranked passage from a vector search: its page, its member seeds and its similarity."""
-
-    doc_id: str
-    members: tuple[frozenset[Path], ...]
-    score: float
 
 
 #: Characters of embedded text a page may use per unit of its :func:`page_size`, plus
@@ -254,112 +234,6 @@ def _emit(
             references=references(doc, nodes),
         )
     ]
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _words(text: str) -> set[str]:
-    """The words of ``text`` that count for overlap: three letters or more, a run of Han, kana or
-    Hangul characters as its character bigrams (:func:`~spire_core.reading.language.script_words`)."""
-    return {w for w in script_words(_WORD.findall(text.lower())) if len(w) > 2 or CJK_RUN.match(w)}
-
-
-def _own_text(doc: Document, paths: frozenset[Path]) -> str:
-    return " ".join(doc.text[i] for i in sorted(doc.indices(paths)) if doc.tag[i] is None)
-
-
-def expand(
-    hits: Sequence[PassageHit],
-    *,
-    query: str | None = None,
-    documents: Documents | None = None,
-    order: MemberOrder = "document",
-    limit: int | None = None,
-) -> list[Hit]:
-    """Sentence hits from ranked passage hits: members inherit their passage's score and rank.
-
-    With ``limit``, only as many whole passages, best first, as it takes to reach ``limit``
-    sentence hits are expanded (what :func:`~spire_core.query.aggregate` asks of a search for
-    its top ``limit``): aggregation's work then grows with the budget it fills, not with
-    the passages searched, and its growing prefix stays a prefix.
-
-    With ``order="overlap"`` (which needs ``query`` and ``documents``) the members of each
-    passage come ordered by how many of the query's words (three letters or more) they
-    hold, so a budget that admits only part of a passage admits its best sentences first.
-    A member listed by several hits keeps its first (best) place.
-    """
-    if order not in MEMBER_ORDERS:
-        raise ValueError(f"order must be one of {MEMBER_ORDERS}, not {order!r}")
-    terms: set[str] = set()
-    get: Callable[[str], Document] | None = None
-    if order == "overlap":
-        if query is None or documents is None:
-            raise ValueError('order="overlap" needs the query and the documents')
-        terms = _words(query)
-        get = documents if callable(documents) else documents.__getitem__
-    out: list[Hit] = []
-    seen: set[tuple[str, frozenset[Path]]] = set()
-    for hit in hits:
-        if limit is not None and len(out) >= limit:
-            break
-        members = list(hit.members)
-        if get is not None and terms:
-            doc = get(hit.doc_id)
-            words = MEMBER_WORDS(doc)
-            overlap: dict[frozenset[Path], int] = {}
-            try:
-                for m in members:
-                    found = words.get(m)
-                    if found is None:
-                        found = words[m] = _words(_own_text(doc, m))
-                    overlap[m] = len(terms & found)
-            except UnknownPathError:  # an index out of date with its page: aggregate skips (and logs) it
-                overlap = dict.fromkeys(members, 0)
-            members.sort(key=lambda m: -overlap[m])  # stable: document order among ties
-        for m in members:
-            if (hit.doc_id, m) not in seen:
-                seen.add((hit.doc_id, m))
-                out.append(Hit(hit.doc_id, m, hit.score))
-    return out
-
-
-def sentence_search(
-    search: Callable[[int], Sequence[PassageHit]],
-    *,
-    query: str | None = None,
-    documents: Documents | None = None,
-    order: MemberOrder = "document",
-) -> Search:
-    """A sentence :data:`~spire_core.aggregate.Search` over a passage search ``n -> top-n passages``.
-
-    Asked for ``k`` sentence hits, it asks ``search`` for a growing prefix of passages
-    (:data:`FIRST_PASSAGES`, doubled, at most ``k``) until their members reach ``k`` sentences,
-    then expands them with ``limit=k`` (:func:`expand`): the same hits as expanding the top
-    ``k`` passages, while a round reads only the passages it uses (over the 140 bench pages,
-    a question's rounds read 10 passages in the median, 57 at most, of up to 256 asked).
-    """
-
-    def run(k: int) -> list[Hit]:
-        n = min(k, FIRST_PASSAGES)
-        found = search(n)
-        while n < k and not _reaches(found, k):
-            n = min(k, 2 * n)
-            found = search(n)
-        return expand(found, query=query, documents=documents, order=order, limit=k)
-
-    return run
-
-
-#: the passages :func:`sentence_search` asks for first in a round
-FIRST_PASSAGES = 8
-
-
-def _reaches(hits: Sequence[PassageHit], k: int) -> bool:
-    """Whether :func:`expand` makes at least ``k`` distinct sentence hits of ``hits``."""
-    if sum(len(h.members) for h in hits) < k:
-        return False
-    return len({(h.doc_id, m) for h in hits for m in h.members}) >= k
 
 
 def encode_members(members: Sequence[frozenset[Path]]) -> str:

@@ -13,75 +13,20 @@ from __future__ import annotations
 
 import logging
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Protocol
 
 from spire_core.context import HTML, Policy
 from spire_core.document.render import render_indices
 from spire_core.document.tree import LRU, Document, Memo, Path
 from spire_core.errors import BudgetError, UnknownPathError
 from spire_core.options import DEFAULT_FILL, DEFAULT_FIRST_K, DEFAULT_MAX_ROUNDS, DEFAULT_SIZE, Fmt
-from spire_core.query.citation import Citation
 from spire_core.reading.sentences import previous_sentences
 from spire_core.size import SizeFn
+from spire_core.values import Citation, Documents, Follow, Hit, Search, Subdocument, document_lookup
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One ranked search result: a seed path set of a document and its similarity.
-
-    ``referenced_by`` is set on a hit that follows a reference (``resolve_refs``): the key of the
-    citation making it, which its own citation then names.
-    """
-
-    doc_id: str
-    paths: frozenset[Path]
-    score: float
-    referenced_by: str | None = field(default=None, compare=False)
-
-
-class Follow(Protocol):
-    """What :func:`aggregate` offers after an admitted hit (query-time resolution of references)."""
-
-    def __call__(self, hit: Hit) -> Sequence[Hit]:
-        """The hits ``hit``'s references name, offered right after it once it is admitted."""
-        ...
-
-    def wants(self, hit: Hit) -> bool:
-        """Whether ``hit`` may name anything (else a run of hits is admitted as usual)."""
-        ...
-
-
-@dataclass
-class Subdocument:
-    """One document's share of the result: merged seeds, their context, the delivered text."""
-
-    doc_id: str
-    #: union of the admitted seed path sets
-    seeds: frozenset[Path]
-    #: ``global_context(seeds)``: the paths that are rendered
-    paths: frozenset[Path]
-    #: the rendering delivered (and charged against the budget)
-    text: str
-    cost: int
-    #: best similarity among the admitted hits
-    score: float
-    #: one per admitted seed: its own paths and its own rendering with its own global context
-    citations: list[Citation] = field(default_factory=list)
-
-
-#: A search returns the top ``k`` hits (any fewer when the index has fewer).
-Search = Callable[[int], Sequence[Hit]]
-Documents = Callable[[str], Document] | Mapping[str, Document]
-
-
-def document_lookup(documents: Documents) -> Callable[[str], Document]:
-    """``documents`` as a ``doc_id -> Document`` callable (a mapping is indexed, a callable called)."""
-    return documents.__getitem__ if isinstance(documents, Mapping) else documents
 
 
 @dataclass

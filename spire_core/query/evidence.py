@@ -1,6 +1,6 @@
 """Contextual filtering (Section 3.2): labelled views, one LLM call, labels back to path sets.
 
-Each retrieved :class:`~spire_core.aggregate.Subdocument` is grown with local context toward
+Each retrieved :class:`~spire_core.values.Subdocument` is grown with local context toward
 ``target`` (an *expanded view*). The sentences inside a view (table cells and list items
 are sentence units too) are its citable units: they are labelled ``E1``, ``E2``, ...
 across all views, in document order within each view, and rendered wrapped in
@@ -29,12 +29,11 @@ from spire_core.document.render import render_indices
 from spire_core.document.tree import Document, Path
 from spire_core.errors import EvidenceFilterError
 from spire_core.options import DEFAULT_SIZE, DEFAULT_TARGET, OnError
-from spire_core.query.aggregate import Documents, Subdocument, document_lookup
-from spire_core.query.citation import Citation
 from spire_core.query.local import local_context_indices
 from spire_core.query.strength import ranked_evidence
 from spire_core.reading.sentences import sentence_index
 from spire_core.size import SizeFn
+from spire_core.values import Citation, Documents, Subdocument, document_lookup
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """Ranking fusion: the dense (passage) ranking and the lexical (sentence) ranking made one.
 
 :func:`rrf` is reciprocal rank fusion (Cormack et al. 2009) over rankings of
-:class:`~spire_core.query.aggregate.Hit` objects (a page and a path set); :func:`fused_search`
+:class:`~spire_core.values.Hit` objects (a page and a path set); :func:`fused_search`
 is a sentence :data:`~spire_core.query.aggregate.Search` fusing the passage ranking expanded to
-sentences (:func:`spire_core.indexing.passages.sentence_search`) with a lexical ranking
+sentences (:func:`spire_core.query.passages.sentence_search`) with a lexical ranking
 (:meth:`spire_core.query.lexical.LexicalIndex.hits`), asked once and read by every
 aggregation round as a prefix.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from spire_core.document.tree import Path
-from spire_core.query.aggregate import Hit, Search
+from spire_core.values import Hit, Search
 
 __all__ = ["DEFAULT_RRF_K", "fused_search", "rrf"]
 
@@ -67,8 +67,8 @@ def fused_search(
     weights: tuple[float, float] = (1.0, 1.0),
     shared_ties: bool = False,
 ) -> Search:
-    """A sentence :data:`~spire_core.aggregate.Search` fusing ``dense`` (the passage ranking
-    expanded to sentences, :func:`spire_core.passages.sentence_search`) with ``lexical``
+    """A sentence :data:`~spire_core.values.Search` fusing ``dense`` (the passage ranking
+    expanded to sentences, :func:`spire_core.query.passages.sentence_search`) with ``lexical``
     (``n -> the n best sentence hits``, e.g. :meth:`LexicalIndex.hits`) by :func:`rrf`.
 
     Both are asked once, for ``pool`` and ``lexical_pool`` hits (``pool`` is what

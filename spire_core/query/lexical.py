@@ -5,7 +5,7 @@ a passage's vector averages a sentence that names the question's rare words away
 ranks the sentences themselves by BM25 (the `bm25s <https://github.com/xhluca/bm25s>`_ library,
 Snowball stemmers from `PyStemmer <https://github.com/snowballstem/pystemmer>`_), which embeds
 nothing; :mod:`spire_core.query.fusion` fuses that ranking with the passage ranking expanded
-to sentences by reciprocal rank fusion. What comes out are :class:`~spire_core.query.aggregate.Hit`
+to sentences by reciprocal rank fusion. What comes out are :class:`~spire_core.values.Hit`
 objects whose path sets are sentences' path sets, so :func:`~spire_core.query.aggregate.aggregate`
 and every citation are unchanged.
 
@@ -75,9 +75,9 @@ from spire_core.document.tree import Document, Path
 from spire_core.errors import SpireError
 from spire_core.indexing.units import seeds
 from spire_core.options import Fmt
-from spire_core.query.aggregate import Hit
 from spire_core.reading.language import cjk_bigrams, stop_words
 from spire_core.size import CJK
+from spire_core.values import Hit
 
 __all__ = [
     "DEFAULT_LANGUAGE",
@@ -397,7 +397,7 @@ class LexicalIndex:
         return list(out)
 
     def hits(self, query: str, k: int, *, doc_ids: Iterable[str] | None = None) -> list[Hit]:
-        """:meth:`search` as :class:`~spire_core.query.aggregate.Hit` objects."""
+        """:meth:`search` as :class:`~spire_core.values.Hit` objects."""
         if k <= 0 or not self._pages:
             return []
         bm25 = self._index()

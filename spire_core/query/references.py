@@ -26,9 +26,9 @@ from spire_core.document.links import Reference, anchors, references
 from spire_core.document.paths import encode_paths
 from spire_core.document.tree import HEADING_LEVELS, INLINE_TAGS, Document
 from spire_core.errors import MissingSourceError
-from spire_core.query.aggregate import Hit, Subdocument, seed_indices
-from spire_core.query.citation import Citation
+from spire_core.query.aggregate import seed_indices
 from spire_core.reading.sentences import sentence_index
+from spire_core.values import Citation, Hit, Subdocument
 
 #: A referenced view holds whole sentences of at most this many characters of text (the first always).
 MAX_VIEW_CHARS = 600

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field, replace
 
 from spire_core.context import HTML, Policy
 from spire_core.document.tree import HEADING_LEVELS, Document, Path, block_of
-from spire_core.indexing.passages import PassageHit
 from spire_core.options import Cut, Fmt
-from spire_core.query.aggregate import Hit, Subdocument, own_text, seed_indices
-from spire_core.query.citation import Citation
+from spire_core.query.aggregate import own_text, seed_indices
+from spire_core.query.passages import PassageHit
+from spire_core.values import Citation, Hit, Subdocument
 
 #: How much a sentence's lexical match counts against its passage's similarity (tuned on the
 #: docs and wtq dev sets, the first citation holding the answer; see docs/benchmarks.md).

@@ -67,10 +67,10 @@ from spire_core.document.tables import CELL_TAGS, Grid, grid, grid_table
 from spire_core.document.tree import Document, Memo, Path
 from spire_core.errors import BudgetError
 from spire_core.options import DEFAULT_TABLE_SHARE, DEFAULT_TABLE_VIEWS, Fmt
-from spire_core.query.aggregate import Subdocument, document_lookup, own_context, seed_indices
-from spire_core.query.citation import Citation
+from spire_core.query.aggregate import own_context, seed_indices
 from spire_core.reading.language import script_words, stem_words, stop_words
 from spire_core.size import SizeFn, approx_tokens
+from spire_core.values import Citation, Subdocument, document_lookup
 
 #: Tokens under which what is left of the views' share is not spent on another table.
 MIN_VIEW = 40

@@ -45,8 +45,8 @@ from collections.abc import Mapping, Sequence
 from spire_core.document.paths import down_indices
 from spire_core.document.tree import INLINE_TAGS, SENTINELS, Document
 from spire_core.errors import UnknownPathError
-from spire_core.query.citation import Citation
 from spire_core.reading.parse import parse_html
+from spire_core.values import Citation
 
 log = logging.getLogger(__name__)
 

@@ -31,11 +31,11 @@ from spire_core.errors import PathFormatError, SchemaVersionError
 from spire_core.indexing.passages import decode_members, encode_members
 from spire_core.indexing.units import Seed
 from spire_core.options import DEFAULT_SIZE, Fmt
-from spire_core.query.aggregate import Documents, Subdocument, document_lookup, own_paths
-from spire_core.query.citation import Citation, citation_key
+from spire_core.query.aggregate import own_paths
 from spire_core.query.evidence import Selection
 from spire_core.query.references import with_references
 from spire_core.size import SizeFn
+from spire_core.values import Citation, Documents, Subdocument, citation_key, document_lookup
 
 #: the page (source document) id
 DOC_ID = "spire_doc_id"

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from spire_core.context import HTML, Policy, global_context
 from spire_core.document.render import render
 from spire_core.options import DEFAULT_SIZE, Fmt
-from spire_core.query.aggregate import Documents, Subdocument, document_lookup
-from spire_core.query.citation import Citation
 from spire_core.query.strength import ranked_evidence
 from spire_core.size import SizeFn
+from spire_core.values import Citation, Documents, Subdocument, document_lookup
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from benchmarks.fuzz import exercise
 from spire_core import Document, approx_tokens, encode_paths, parse_html, render, sentences
 from spire_core.document.tree import SENTENCE_BEG, SENTENCE_END
-from spire_core.indexing.passages import PassageHit, passages
+from spire_core.indexing.passages import passages
 from spire_core.options import QueryOptions
 from spire_core.pipeline import run_query
-from spire_core.query.aggregate import Hit
 from spire_core.query.lexical import LexicalIndex, cjk_bigrams, tokenizer
+from spire_core.query.passages import PassageHit
 from spire_core.reading.punkt import sentence_spans
 from spire_core.reading.sentences import sentence_index
+from spire_core.values import Hit
 from tests.core.strategies import cjk_pages
 from tests.core.test_sentences import _check_invariants
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spire_core import PassageHit, parse_html, seeds
-from spire_core.indexing.passages import expand
+from spire_core.query.passages import expand
 from spire_core.reading.language import cjk_bigrams, script_words
 
 PAGE = """<html lang="zh"><head><title>系统升级</title></head><body><h1>系统升级</h1>

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spire_core import Document, Hit, aggregate, approx_tokens, parse_html, sentences
-from spire_core.indexing.passages import PassageHit, passages, sentence_search
+from spire_core.indexing.passages import passages
 from spire_core.query.fusion import fused_search, rrf
 from spire_core.query.lexical import (
     LexicalIndex,
@@ -20,6 +20,7 @@ from spire_core.query.lexical import (
     sentence_units,
     tokenizer,
 )
+from spire_core.query.passages import PassageHit, sentence_search
 
 PAGES = Path(__file__).resolve().parents[2] / "examples" / "pages"
 

@@ -15,11 +15,11 @@ from spire_core.document.links import (
     resolve_href,
 )
 from spire_core.errors import PathFormatError
-from spire_core.indexing.passages import PassageHit
 from spire_core.options import QueryOptions
 from spire_core.pipeline import run_query
-from spire_core.query.aggregate import Hit
+from spire_core.query.passages import PassageHit
 from spire_core.results.schema import REFERENCES, SPIRE_KEYS, references_of, seed_metadata
+from spire_core.values import Hit
 
 PAGE = """<html><head><title>Settings</title></head><body>
 <h1>Settings</h1>

@@ -27,16 +27,14 @@ from spire_core.errors import PathFormatError
 from spire_core.indexing.passages import (
     CONTEXT_PER_CHAR,
     CONTEXT_PER_PAGE,
-    PassageHit,
     decode_members,
     encode_members,
-    expand,
     page_size,
     passages,
-    sentence_search,
 )
 from spire_core.options import Unit
 from spire_core.query.aggregate import own_paths
+from spire_core.query.passages import PassageHit, expand, sentence_search
 
 from .strategies import html_pages, sentence_with
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from spire_core import Citation, Document, MissingSourceError, Subdocument, approx_tokens, parse_html, sentences
-from spire_core.indexing.passages import PassageHit
 from spire_core.options import QueryOptions
 from spire_core.pipeline import run_query
+from spire_core.query.passages import PassageHit
 from spire_core.query.references import (
     ANCHOR_MISSING,
     MAX_FOLLOWED,

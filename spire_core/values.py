@@ -1,14 +1,76 @@
-"""Citations: a document id, a path set and the text a reader sees for it."""
+"""The values the layers above the document model pass one another.
+
+A search yields :class:`Hit` values (:data:`Search`); aggregation turns them into one
+:class:`Subdocument` per page, each with its :class:`Citation` values; pages are looked up
+through :data:`Documents`. Below the code that makes them (``indexing``, ``query``) and the
+code that reads them (``results``, ``pipeline``, the adapters), so no layer reaches up for them.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from spire_core.document.links import Reference
 from spire_core.document.paths import decoded_paths, encode_paths
-from spire_core.document.tree import Path
+from spire_core.document.tree import Document, Path
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One ranked search result: a seed path set of a document and its similarity.
+
+    ``referenced_by`` is set on a hit that follows a reference (``resolve_refs``): the key of the
+    citation making it, which its own citation then names.
+    """
+
+    doc_id: str
+    paths: frozenset[Path]
+    score: float
+    referenced_by: str | None = field(default=None, compare=False)
+
+
+class Follow(Protocol):
+    """What :func:`aggregate` offers after an admitted hit (query-time resolution of references)."""
+
+    def __call__(self, hit: Hit) -> Sequence[Hit]:
+        """The hits ``hit``'s references name, offered right after it once it is admitted."""
+        ...
+
+    def wants(self, hit: Hit) -> bool:
+        """Whether ``hit`` may name anything (else a run of hits is admitted as usual)."""
+        ...
+
+
+@dataclass
+class Subdocument:
+    """One document's share of the result: merged seeds, their context, the delivered text."""
+
+    doc_id: str
+    #: union of the admitted seed path sets
+    seeds: frozenset[Path]
+    #: ``global_context(seeds)``: the paths that are rendered
+    paths: frozenset[Path]
+    #: the rendering delivered (and charged against the budget)
+    text: str
+    cost: int
+    #: once ranked (:func:`~spire_core.query.strength.rank_evidence`, as every entry point does), its
+    #: strongest citation's strength in [0, 1]; straight from ``aggregate``, its best hit's search score
+    score: float
+    #: one per admitted seed: its own paths and its own rendering with its own global context
+    citations: list[Citation] = field(default_factory=list)
+
+
+#: A search returns the top ``k`` hits (any fewer when the index has fewer).
+Search = Callable[[int], Sequence[Hit]]
+Documents = Callable[[str], Document] | Mapping[str, Document]
+
+
+def document_lookup(documents: Documents) -> Callable[[str], Document]:
+    """``documents`` as a ``doc_id -> Document`` callable (a mapping is indexed, a callable called)."""
+    return documents.__getitem__ if isinstance(documents, Mapping) else documents
 
 
 @dataclass(frozen=True)
