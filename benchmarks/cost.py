@@ -171,7 +171,7 @@ def index_run(datasets: Sequence[Path], limit: int | None, work: Path) -> dict[s
     """``spire index`` of ``limit`` pages (None: all) in a subprocess: peak memory, time, store bytes."""
     pages_dir, store = work / f"pages-{limit or 'all'}", work / f"store-{limit or 'all'}"
     n, html_bytes = _page_folder(datasets, limit, pages_dir)
-    code = "import sys; from spire_llamaindex.cli import main; sys.exit(main())"
+    code = "import sys; from spire_app.cli import main; sys.exit(main())"
     cmd = [sys.executable, "-c", code, "index", str(pages_dir), "--store", str(store), "--quiet"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     start = time.perf_counter()
@@ -198,7 +198,7 @@ def query_latency(store: Path, questions: Sequence[str]) -> dict[str, Any]:
     """p50/p95 milliseconds of one retrieval over ``store``, the query embedding excluded and included."""
     from llama_index.core.schema import QueryBundle
 
-    from spire_llamaindex.store import load_store
+    from spire_app.store import load_store
 
     opened = load_store(store)
     # warm caches: every page of the store stays parsed (the default LRU of 64 pages would

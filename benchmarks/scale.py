@@ -7,7 +7,7 @@ Fetches the manual from its Debian package (``apt-get download postgresql-doc-15
 with ``dpkg -x`` under ``.cache/``, once), starts a throw-away Postgres with pgvector
 (``pgserver``), and measures:
 
-- ingestion through :func:`spire_llamaindex.ray_ingest.ray_index` with 1 and 2 local workers
+- ingestion through :func:`spire_app.ray_ingest.ray_index` with 1 and 2 local workers
   on the first ``--speed-pages`` pages (360: start-up, mostly model loading, is a fixed 20-50 s
   per run, a third of a 120-page run), each run's cluster confined to as many cores as it has
   workers (:func:`cores`): pages/s, units/s and seconds per stage;
@@ -153,7 +153,7 @@ def ingest(
     files: Sequence[Path] | Path, uri: str, *, table: str, workers: int, root: Path, batch_pages: int
 ) -> dict[str, Any]:
     """One :func:`ray_index` run on a fresh local cluster of ``workers`` CPUs, with its figures."""
-    from spire_llamaindex.ray_ingest import ray_index
+    from spire_app.ray_ingest import ray_index
 
     pages: Any = files if isinstance(files, Path) else list(files)
     with cores(workers), peak_rss() as driver:

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _spire(*args: str) -> list[str]:
-    return [sys.executable, "-m", "spire_llamaindex.cli", *args]
+    return [sys.executable, "-m", "spire_app.cli", *args]
 
 
 def _env() -> dict[str, str]:
@@ -96,8 +96,8 @@ def measure(store: Path, *, rounds: int, budget: int, startup_timeout: float = 6
 
 def in_process(store: Path, *, rounds: int, budget: int) -> dict[str, Any]:
     """The same questions answered by a :class:`QueryService` in this process (no HTTP)."""
-    from spire_llamaindex.serve import QueryService
-    from spire_llamaindex.store import load_store
+    from spire_app.serve import QueryService
+    from spire_app.store import load_store
 
     service = QueryService(load_store(store), budget=budget)
     service.warm()

@@ -3,7 +3,9 @@
     from spire_llamaindex import SpireNodeParser, SpireRetriever, SpireEvidenceFilter
 
 Adapters only: every algorithm lives in :mod:`spire_core`; the result schema (metadata
-keys, ids) is :mod:`spire_core.results.schema`, shared with ``spire_langchain``.
+keys, ids) is :mod:`spire_core.results.schema`, shared with ``spire_langchain``. The ``spire``
+command, its store folder and ``spire serve`` are the product, :mod:`spire_app`, built on the
+names exported here.
 """
 
 from importlib import import_module
@@ -13,10 +15,11 @@ from spire_core import MissingSourceError
 from spire_core.results.schema import SPIRE_KEYS
 
 if TYPE_CHECKING:
-    from ._source import SourceDocuments
-    from .embedding import default_embeddings
+    from ._source import SourceDocuments, page_html, source_text
+    from .embedding import DEFAULT_MODEL, default_embeddings, embed_texts
     from .index import (
         IndexUpdate,
+        StageProgress,
         build_index,
         default_storage_context,
         html_files,
@@ -30,15 +33,15 @@ if TYPE_CHECKING:
     from .parser import SpireFileReader, SpireNodeParser, spire_file_extractor
     from .postprocessor import SpireEvidenceFilter
     from .retriever import SpireRetriever, citations_of, subdocument_of
-    from .store import Store, StoreDamagedError, StoreError, StoreLockedError, load_store, save_store
 
 #: where each public name lives: imported on first use, so ``spire --help`` starts without LlamaIndex
 _LAZY = {
-    "SourceDocuments": "._source",
-    "default_embeddings": ".embedding",
+    **dict.fromkeys(["SourceDocuments", "page_html", "source_text"], "._source"),
+    **dict.fromkeys(["DEFAULT_MODEL", "default_embeddings", "embed_texts"], ".embedding"),
     **dict.fromkeys(
         [
             "IndexUpdate",
+            "StageProgress",
             "build_index",
             "default_storage_context",
             "html_files",
@@ -54,9 +57,6 @@ _LAZY = {
     **dict.fromkeys(["SpireFileReader", "SpireNodeParser", "spire_file_extractor"], ".parser"),
     "SpireEvidenceFilter": ".postprocessor",
     **dict.fromkeys(["SpireRetriever", "citations_of", "subdocument_of"], ".retriever"),
-    **dict.fromkeys(
-        ["Store", "StoreDamagedError", "StoreError", "StoreLockedError", "load_store", "save_store"], ".store"
-    ),
 }
 
 
@@ -69,6 +69,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "DEFAULT_MODEL",
     "SPIRE_KEYS",
     "IndexUpdate",
     "MissingSourceError",
@@ -77,21 +78,19 @@ __all__ = [
     "SpireFileReader",
     "SpireNodeParser",
     "SpireRetriever",
-    "Store",
-    "StoreDamagedError",
-    "StoreError",
-    "StoreLockedError",
+    "StageProgress",
     "build_index",
     "citations_of",
     "default_embeddings",
     "default_storage_context",
+    "embed_texts",
     "html_files",
     "load_index",
-    "load_store",
     "page_files",
+    "page_html",
     "read_page",
     "remove_documents",
-    "save_store",
+    "source_text",
     "spire_file_extractor",
     "store_sources",
     "subdocument_of",

@@ -4,7 +4,7 @@
     from spire_llamaindex.postgres import postgres_index
 
     index = postgres_index("postgresql://user:pw@db:5432/docs")
-    update_index(index, pages)                 # or spire_llamaindex.ray_ingest.ray_index
+    update_index(index, pages)                 # or spire_app.ray_ingest.ray_index
     SpireRetriever(index).retrieve("...")      # any process, no local files
 
 The vectors go to LlamaIndex's official ``PGVectorStore`` (an HNSW index, cosine), the source
@@ -85,7 +85,7 @@ def postgres_index(
     hnsw: bool = True,
 ) -> VectorStoreIndex:
     """A ``VectorStoreIndex`` over :func:`postgres_storage`: build it with
-    :func:`spire_llamaindex.update_index` (or :func:`spire_llamaindex.ray_ingest.ray_index`),
+    :func:`spire_llamaindex.update_index` (or :func:`spire_app.ray_ingest.ray_index`),
     search it with :class:`spire_llamaindex.SpireRetriever`, from any process.
 
     ``embed_model`` defaults to the packaged all-MiniLM-L6-v2 (``embed_dim`` must match it).

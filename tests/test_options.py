@@ -124,7 +124,8 @@ def langchain_retriever() -> Any:
 
 
 def _store(index: Any, tmp_path: Path) -> Any:
-    from spire_llamaindex import SpireNodeParser, Store
+    from spire_app import Store
+    from spire_llamaindex import SpireNodeParser
 
     return Store(path=tmp_path, index=index, parser=SpireNodeParser(), manifest={"documents": []})
 
@@ -133,7 +134,7 @@ def _entry_points(llama_index: Any, langchain_retriever: Any, tmp_path: Path) ->
     """Entry point -> ``(name, value) -> the retriever it makes with that option``."""
     import spire_langchain
     import spire_llamaindex
-    from spire_llamaindex.serve import QueryService
+    from spire_app.serve import QueryService
 
     li = spire_llamaindex.SpireRetriever
     lc = spire_langchain.SpireRetriever

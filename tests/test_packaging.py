@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("spire_core", "spire_runtime", "spire_llamaindex", "spire_langchain")
+PACKAGES = ("spire_core", "spire_runtime", "spire_llamaindex", "spire_langchain", "spire_app")
 
 
 def pyproject() -> dict:

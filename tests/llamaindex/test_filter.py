@@ -10,8 +10,9 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.llms.openai_like import OpenAILike
 
+from spire_app import Store
 from spire_core import EvidenceFilterError
-from spire_llamaindex import SpireEvidenceFilter, SpireRetriever, Store, citations_of
+from spire_llamaindex import SpireEvidenceFilter, SpireRetriever, citations_of
 from tests.support.openai_stub import OpenAIStub
 
 from .conftest import QUESTION, FixedLLM, label_of, texts

@@ -20,10 +20,10 @@ from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
 from llama_index.core.vector_stores.simple import SimpleVectorStore
 
+from spire_app.store import Store, StoreError, data_folder, load_store, open_docstore, read_manifest
 from spire_llamaindex import default_storage_context, json_files
 from spire_llamaindex.array_store import ArrayVectorStore
 from spire_llamaindex.json_files import PackedKVStore, PackedMapping, dump
-from spire_llamaindex.store import Store, StoreError, data_folder, load_store, open_docstore, read_manifest
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

@@ -7,8 +7,8 @@ import pytest
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 
+from spire_app import Store
 from spire_core.results.schema import citations_from
-from spire_llamaindex import Store
 
 from .conftest import QUESTION, FixedLLM
 

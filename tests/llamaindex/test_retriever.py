@@ -10,8 +10,9 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, QueryBundle
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
+from spire_app import Store
 from spire_core import approx_tokens, decode_paths
-from spire_llamaindex import MissingSourceError, SpireRetriever, Store, citations_of, subdocument_of
+from spire_llamaindex import MissingSourceError, SpireRetriever, citations_of, subdocument_of
 
 from .conftest import QUESTION
 

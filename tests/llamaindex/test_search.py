@@ -9,8 +9,9 @@ import pytest
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.core.vector_stores.types import VectorStoreQuery
 
+from spire_app import Store
 from spire_core import pipeline
-from spire_llamaindex import SpireRetriever, Store
+from spire_llamaindex import SpireRetriever
 from spire_llamaindex.array_store import ArrayVectorStore
 from spire_llamaindex.retriever import result_node
 

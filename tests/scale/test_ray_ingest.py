@@ -11,10 +11,10 @@ import psycopg2
 import pytest
 import ray
 
+from spire_app.cli import main
+from spire_app.ray_ingest import ray_index
 from spire_llamaindex import SpireRetriever
-from spire_llamaindex.cli import main
 from spire_llamaindex.postgres import postgres_index
-from spire_llamaindex.ray_ingest import ray_index
 
 TABLE = "ray_pages"
 

@@ -1,10 +1,10 @@
 """Run ``spire index`` jobs, each in a child process killed with SIGKILL at a chosen moment.
 
-    python -m tests.llamaindex.crash_driver JOBS.json > RESULTS.json
+    python -m tests.app.crash_driver JOBS.json > RESULTS.json
 
 ``JOBS.json`` is a list of ``{"argv": [...], "point": "STAGE:N" | null}``. This process imports
 SPIRE once, then forks one child per job (so a job costs its work, not the imports); the child
-runs :func:`spire_llamaindex.cli.main` and, when it reaches the point, tells this process through
+runs :func:`spire_app.cli.main` and, when it reaches the point, tells this process through
 a pipe and waits; this process then kills it with SIGKILL. Points (the N-th time it happens):
 
 - ``parse:N``   a page's parse begins
@@ -38,15 +38,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
 
+import spire_app.store as store_module
+import spire_llamaindex
 import spire_llamaindex.embedding as embedding_module
 import spire_llamaindex.index as index_module
 import spire_llamaindex.json_files as json_files
-import spire_llamaindex.store as store_module
-from spire_llamaindex.cli import main
+from spire_app.cli import main
 from spire_llamaindex.parser import SpireNodeParser
 from tests.support.hash_embedding import HashEmbedding
 
-embedding_module.default_embeddings = lambda *a, **k: HashEmbedding()  # type: ignore[assignment]
+for module in (spire_llamaindex, embedding_module, store_module):  # the app takes it from the package
+    module.default_embeddings = lambda *a, **k: HashEmbedding()  # type: ignore[attr-defined]
 
 
 def _hold(hit_fd: int, point: str) -> None:

@@ -17,7 +17,7 @@ path, a page or citation not in the store), 411 (a POST without Content-Length),
 ``"outline": {DOC_ID: {"title": ..., "headings": {CITATION_ID: [heading, ...]}}}``: each result
 page's title and the heading chain (outermost first) each citation sits under, what the viewer shows.
 
-The viewer (``spire_llamaindex/viewer/``: one HTML page, a script and a style sheet, served from
+The viewer (``spire_app/viewer/``: one HTML page, a script and a style sheet, served from
 the package; nothing is fetched from elsewhere) builds its page with ``textContent`` only, so
 what a question or a page holds is shown as text. HTML responses carry a Content-Security-Policy:
 the viewer's allows its own script, style and requests and nothing else; a source page (no
@@ -52,12 +52,11 @@ if TYPE_CHECKING:
 
     from spire_core import Citation
     from spire_core.options import QueryOptions
+    from spire_llamaindex import SourceDocuments, SpireRetriever
 
-    from ._source import SourceDocuments
-    from .retriever import SpireRetriever
     from .store import Store
 
-log = logging.getLogger("spire_llamaindex")
+log = logging.getLogger("spire_app")
 
 #: the largest budget a request may ask for (a larger one is refused with status 400)
 MAX_BUDGET = 100_000
@@ -79,7 +78,7 @@ VIEWER_CSP = (
 )
 #: a highlighted source page: no script, nothing loaded but its inline style, sandboxed (an origin of its own)
 SOURCE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'; sandbox"
-#: the viewer's files (``spire_llamaindex/viewer/``) by path, with their content types
+#: the viewer's files (``spire_app/viewer/``) by path, with their content types
 _VIEWER_FILES = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/viewer.js": ("viewer.js", "text/javascript; charset=utf-8"),
@@ -97,7 +96,7 @@ def query_nodes(
     nodes = retriever.retrieve(question)
     if llm is None:
         return nodes, None
-    from .postprocessor import SpireEvidenceFilter
+    from spire_llamaindex import SpireEvidenceFilter
 
     nodes = SpireEvidenceFilter(llm, retriever).postprocess_nodes(nodes, query_str=question)
     reports = [n.node.metadata.get(FILTER) for n in nodes]
@@ -152,8 +151,7 @@ def highlighted_page(
     """Page ``doc_id`` of ``sources`` as ``spire show`` writes it: inert HTML with ``citations``
     highlighted (:func:`spire_core.highlight`), numbered ``numbers`` (default 1, 2, ...)."""
     from spire_core import highlight
-
-    from ._source import page_html, source_text
+    from spire_llamaindex import page_html, source_text
 
     node = sources.node(doc_id)
     return highlight(page_html(source_text(node), node.metadata), citations, doc_id=doc_id, numbers=numbers)
@@ -183,7 +181,7 @@ class QueryService:
     def retriever(self, **overrides: Any) -> SpireRetriever:
         """The retriever answering with the base options but ``overrides`` (``QueryOptions`` fields,
         None: the base's), made once per set of options and sharing the parsed pages and the BM25 index."""
-        from .retriever import SpireRetriever
+        from spire_llamaindex import SpireRetriever
 
         options = self._base.options.but(**overrides)
         with self._lock:
@@ -262,7 +260,7 @@ def _short(text: str) -> str:
 
 @functools.cache
 def _viewer_file(name: str) -> bytes:
-    return (resources.files("spire_llamaindex") / "viewer" / name).read_bytes()
+    return (resources.files("spire_app") / "viewer" / name).read_bytes()
 
 
 def _positive(params: dict[str, list[str]], name: str, most: int) -> int | None:

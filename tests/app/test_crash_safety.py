@@ -1,7 +1,7 @@
 """A store survives ``spire index`` killed with SIGKILL at any moment; one writer at a time; damaged
 stores are named with the fix.
 
-The kill test runs ``spire index`` in child processes (:mod:`tests.llamaindex.crash_driver`), each
+The kill test runs ``spire index`` in child processes (:mod:`tests.app.crash_driver`), each
 stopped at a chosen moment (a page's parse, a batch's embedding, each file's write, the commit)
 and killed with SIGKILL, three times per moment. After each kill the store must open, every page
 in it must be exactly its old or its new version (source and units together: nothing lost,
@@ -24,9 +24,11 @@ from typing import Any
 
 import pytest
 
+import spire_app.store as store_module
+import spire_llamaindex
 import spire_llamaindex.embedding as embedding_module
-from spire_llamaindex.cli import main
-from spire_llamaindex.store import (
+from spire_app.cli import main
+from spire_app.store import (
     LOCK_FILE,
     MANIFEST,
     StoreDamagedError,
@@ -108,7 +110,8 @@ def contents(store: Path) -> Snapshot:
 
 @pytest.fixture
 def hash_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedding_module, "default_embeddings", lambda *a, **k: HashEmbedding())
+    for module in (spire_llamaindex, embedding_module, store_module):
+        monkeypatch.setattr(module, "default_embeddings", lambda *a, **k: HashEmbedding())
 
 
 def index(pages: Path, store: Path, *extra: str) -> int:
@@ -145,7 +148,7 @@ def test_a_killed_index_run_leaves_the_old_or_the_new_store(
     spec.write_text(json.dumps([{"argv": j["argv"], "point": j["point"]} for j in jobs]), encoding="utf-8")
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "tests.llamaindex.crash_driver", str(spec)],
+        [sys.executable, "-m", "tests.app.crash_driver", str(spec)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -199,7 +202,7 @@ def test_a_second_writer_gets_a_clear_error(
     holder = textwrap.dedent(
         f"""
         import sys, time
-        from spire_llamaindex.store import store_lock
+        from spire_app.store import store_lock
         with store_lock({str(store)!r}):
             print("held", flush=True)
             sys.stdin.readline()

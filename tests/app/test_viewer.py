@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from spire_llamaindex.cli import main
-from spire_llamaindex.serve import QueryService, SpireServer
-from spire_llamaindex.store import load_store
+from spire_app.cli import main
+from spire_app.serve import QueryService, SpireServer
+from spire_app.store import load_store
+from tests.llamaindex.conftest import QUESTION, FixedLLM
 
-from .conftest import QUESTION, FixedLLM, serving
+from .conftest import serving
 
 PHRASE = "30 seconds and one day"
 MUTED = "rgba(110, 110, 115, 1)"  # viewer.css's --muted

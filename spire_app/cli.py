@@ -200,16 +200,17 @@ def _index(args: argparse.Namespace) -> int:
     if args.db is not None:
         return _index_db(args)
 
-    from ._source import SourceDocuments
-    from .embedding import default_embeddings
-    from .index import (
+    from spire_llamaindex import (
         IndexUpdate,
+        SourceDocuments,
+        SpireNodeParser,
         StageProgress,
         build_index,
+        default_embeddings,
         remove_documents,
         update_index,
     )
-    from .parser import SpireNodeParser
+
     from .store import MANIFEST, StoreError, is_store_leftover, load_store, parser_settings, save_store, store_lock
 
     if args.ray is not None:
@@ -330,8 +331,7 @@ class _Pages:
 
     def __iter__(self) -> Iterator[Document]:
         from spire_core import SpireError
-
-        from .index import read_page
+        from spire_llamaindex import read_page
 
         for path in self.files:
             try:
@@ -343,8 +343,8 @@ class _Pages:
 def _index_db(args: argparse.Namespace) -> int:
     """``spire index PAGES --db URI [--ray ADDRESS]``: Postgres + pgvector, in this process or on Ray."""
     from spire_core import HTML, NONE
+    from spire_llamaindex import SpireNodeParser
 
-    from .parser import SpireNodeParser
     from .ray_ingest import ray_index
 
     if args.workers < 1:
@@ -386,7 +386,7 @@ def _query_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _warn_incomplete(manifest: dict[str, Any], store: Path) -> None:
     if manifest.get("complete", True) is False:
-        logging.getLogger("spire_llamaindex").warning(
+        logging.getLogger("spire_app").warning(
             "the store at %r holds the pages of an interrupted `spire index` run: run it again to finish", str(store)
         )
 
@@ -400,8 +400,8 @@ def _query(args: argparse.Namespace) -> int:
     if (args.store is None) == (args.db is None):
         raise UsageError("give --store DIR or --db URI (one of them)")
     if args.db is not None:
-        from .postgres import postgres_index
-        from .retriever import SpireRetriever
+        from spire_llamaindex import SpireRetriever
+        from spire_llamaindex.postgres import postgres_index
 
         retriever = SpireRetriever(postgres_index(args.db, table=args.table), **options)
     else:
@@ -490,8 +490,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _print_sources(nodes: list[NodeWithScore], retriever: Any, budget: int) -> None:
     """Each page once with ``[n]`` after its cited sentences (within ``budget``), then the ids behind ``[n]``."""
     from spire_core.results.sources import cite_sources
-
-    from .retriever import subdocument_of
+    from spire_llamaindex import subdocument_of
 
     subs = [s for s in (subdocument_of(n) for n in nodes) if s is not None and s.citations]
     view = cite_sources(
@@ -530,7 +529,7 @@ def _show(args: argparse.Namespace) -> int:
         except ValueError as err:
             raise UsageError(str(err)) from None
     read_manifest(args.store)
-    from ._source import SourceDocuments
+    from spire_llamaindex import SourceDocuments
 
     sources = SourceDocuments(open_docstore(args.store))
     by_page: dict[str, list[Citation]] = {}

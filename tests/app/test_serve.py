@@ -17,12 +17,13 @@ from typing import Any
 import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-import spire_llamaindex.serve as serve_module
-from spire_llamaindex.cli import main
-from spire_llamaindex.serve import QueryService, SpireServer
-from spire_llamaindex.store import load_store
+import spire_app.serve as serve_module
+from spire_app.cli import main
+from spire_app.serve import QueryService, SpireServer
+from spire_app.store import load_store
+from tests.llamaindex.conftest import QUESTION
 
-from .conftest import QUESTION, serving
+from .conftest import serving
 
 PHRASE = "30 seconds and one day"
 

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from spire_llamaindex.cli import main
+from spire_app.cli import main
+from tests.llamaindex.conftest import QUESTION, label_of
 from tests.support.openai_stub import OpenAIStub
-
-from .conftest import QUESTION, label_of
 
 ROOT = Path(__file__).resolve().parents[2]
 PHRASE = "30 seconds and one day"
@@ -77,7 +76,7 @@ def test_store_reloaded_in_a_new_process(example_store: Path, capsys: pytest.Cap
     here = query_json(capsys, example_store)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "spire_llamaindex.cli", "query", "--store", str(example_store), QUESTION, "--json"],
+        [sys.executable, "-m", "spire_app.cli", "query", "--store", str(example_store), QUESTION, "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -117,7 +116,7 @@ def test_a_citation_id_pastes_unquoted_into_spire_show(
     key = next(c["id"] for r in payload["results"] for c in r["citations"] if PHRASE in c["text"])
     assert "," in key.partition("#")[2]  # a set of several paths
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    spire = f"{shlex.quote(sys.executable)} -m spire_llamaindex.cli"
+    spire = f"{shlex.quote(sys.executable)} -m spire_app.cli"
     out = tmp_path / "page.html"
     for pasted in (key, shlex.quote(key.replace(",", ";"))):  # as printed; a quoted id of schema version 1
         out.unlink(missing_ok=True)
@@ -193,8 +192,8 @@ def test_index_skips_bad_pages_and_updates(
 def test_index_reads_each_page_when_it_reaches_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import spire_llamaindex.index as index_module
-    from spire_llamaindex.parser import SpireNodeParser
+    import spire_llamaindex
+    from spire_llamaindex import SpireNodeParser
     from spire_runtime.defaults import DEFAULT_BATCH_PAGES
 
     pages = tmp_path / "pages"
@@ -204,9 +203,9 @@ def test_index_reads_each_page_when_it_reaches_it(
         (pages / f"p{i:02}.html").write_text(f"<html><body><h1>Page {i}</h1><p>Fact number {i}.</p></body></html>")
     reads: list[str] = []
     read_at_parse: list[int] = []
-    read_page, parse = index_module.read_page, SpireNodeParser.get_nodes_from_documents
+    read_page, parse = spire_llamaindex.read_page, SpireNodeParser.get_nodes_from_documents
     monkeypatch.setattr(
-        index_module, "read_page", lambda path, *a, **k: reads.append(path.name) or read_page(path, *a, **k)
+        spire_llamaindex, "read_page", lambda path, *a, **k: reads.append(path.name) or read_page(path, *a, **k)
     )
     monkeypatch.setattr(
         SpireNodeParser,
@@ -272,8 +271,8 @@ def test_query_json_names_the_references_of_each_citation(
     assert "a byte position in the WAL stream" in lsn["text"] and cit["references"][1]["cited"] == lsn["id"]
     assert sum(r["cost"] for r in payload["results"]) <= payload["budget"]
     # spire serve --resolve-refs answers the same, with other budgets too
-    from spire_llamaindex.serve import QueryService
-    from spire_llamaindex.store import load_store
+    from spire_app.serve import QueryService
+    from spire_app.store import load_store
 
     service = QueryService(load_store(store, embed_model=embed_model), resolve_refs=True)
     for budget in (None, 600):
@@ -286,7 +285,7 @@ def test_query_json_names_the_references_of_each_citation(
 def test_startup_needs_no_framework() -> None:
     """``spire --help`` and the commands that fail before any model imports neither LlamaIndex nor nltk."""
     code = (
-        "import sys\nfrom spire_llamaindex.cli import main\n"
+        "import sys\nfrom spire_app.cli import main\n"
         "for argv in (['query', '--store', 'no-such-store', 'q'], ['query', '--store', 'x', ' ']):\n"
         "    assert main(argv) == 2\n"
         "heavy = [m for m in ('llama_index.core', 'nltk', 'langchain_core', 'torch') if m in sys.modules]\n"
@@ -299,11 +298,12 @@ def test_startup_needs_no_framework() -> None:
 
 
 def _hash_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> Path:
+    import spire_app.store as store_module
+    import spire_llamaindex
     import spire_llamaindex.embedding as embedding_module
-    import spire_llamaindex.store as store_module
     from tests.support.hash_embedding import HashEmbedding
 
-    for module in (embedding_module, store_module):
+    for module in (spire_llamaindex, embedding_module, store_module):
         monkeypatch.setattr(module, "default_embeddings", lambda *a, **k: HashEmbedding())
     pages = tmp_path / "pages"
     pages.mkdir()
@@ -315,21 +315,22 @@ def _hash_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int) -> Path
 def test_index_progress_counts_pages_when_parsed_embedded_and_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import spire_app.store as store_module
+    import spire_llamaindex
     import spire_llamaindex.index as index_module
-    import spire_llamaindex.store as store_module
 
     pages = _hash_pages(tmp_path, monkeypatch, 3)
-    bars: list[index_module.StageProgress] = []
+    bars: list[spire_llamaindex.StageProgress] = []
     at_embed: list[dict[str, int]] = []
     at_save: list[dict[str, int]] = []
 
-    class Recorded(index_module.StageProgress):
+    class Recorded(spire_llamaindex.StageProgress):
         def __init__(self, *a: Any, **k: Any) -> None:
             super().__init__(*a, **k)
             bars.append(self)
 
     embed, save = index_module.embed_texts, store_module.save_store
-    monkeypatch.setattr(index_module, "StageProgress", Recorded)
+    monkeypatch.setattr(spire_llamaindex, "StageProgress", Recorded)
     monkeypatch.setattr(
         index_module, "embed_texts", lambda *a, **k: at_embed.append(bars[0].counts()) or embed(*a, **k)
     )
@@ -352,7 +353,7 @@ def test_an_interrupted_index_run_resumes_after_its_last_batch(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     import spire_llamaindex.index as index_module
-    from spire_llamaindex.store import read_manifest
+    from spire_app.store import read_manifest
 
     pages = _hash_pages(tmp_path, monkeypatch, 3)
     store = tmp_path / "store"
@@ -362,7 +363,7 @@ def test_an_interrupted_index_run_resumes_after_its_last_batch(
     def interrupted(*a: Any, **k: Any) -> Any:
         calls.append(1)
         if len(calls) == 2:
-            raise KeyboardInterrupt  # Ctrl-C (the SIGKILL case: tests/llamaindex/test_crash_safety.py)
+            raise KeyboardInterrupt  # Ctrl-C (the SIGKILL case: tests/app/test_crash_safety.py)
         return embed(*a, **k)
 
     monkeypatch.setattr(index_module, "embed_texts", interrupted)
@@ -382,8 +383,8 @@ def test_an_interrupted_index_run_resumes_after_its_last_batch(
 def test_the_store_saves_its_bm25_index_in_step_with_its_pages(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from spire_llamaindex._source import SourceDocuments
-    from spire_llamaindex.store import load_store
+    from spire_app.store import load_store
+    from spire_llamaindex import SourceDocuments
 
     pages = _hash_pages(tmp_path, monkeypatch, 3)
     store = tmp_path / "store"

@@ -1,6 +1,6 @@
 """Distributed ingestion on Ray Data: pages -> parse + units -> embed -> Postgres, in bounded batches.
 
-    from spire_llamaindex.ray_ingest import ray_index
+    from spire_app.ray_ingest import ray_index
 
     report = ray_index("site/", "postgresql://user:pw@db:5432/docs", address="auto", workers=8)
 
@@ -33,12 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from spire_core import SpireError
+from spire_llamaindex import SpireNodeParser, embed_texts, html_files, read_page
+from spire_llamaindex.postgres import page_store, vector_store
 from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
-
-from .embedding import embed_texts
-from .index import html_files, read_page
-from .parser import SpireNodeParser
-from .postgres import page_store, vector_store
 
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding

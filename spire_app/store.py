@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from spire_core import HTML, NONE, SpireError
 from spire_core.query.lexical import INDEX_FILE, LexicalIndex, Lexicon
-
-from .embedding import DEFAULT_MODEL, default_embeddings
+from spire_llamaindex import DEFAULT_MODEL, default_embeddings
 
 if TYPE_CHECKING:  # LlamaIndex loads in seconds: not before a command needs it (read_manifest does not)
     from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -42,8 +41,7 @@ if TYPE_CHECKING:  # LlamaIndex loads in seconds: not before a command needs it 
     from llama_index.core.storage.docstore import SimpleDocumentStore
     from llama_index.core.vector_stores.simple import SimpleVectorStore
 
-    from .parser import SpireNodeParser
-    from .retriever import SpireRetriever
+    from spire_llamaindex import SpireNodeParser, SpireRetriever
 
 #: Name of the manifest a SPIRE store folder carries next to LlamaIndex's JSON files.
 MANIFEST = "spire.json"
@@ -63,7 +61,7 @@ LLAMAINDEX_FILES = (
 #: the lock file of the process writing a store (its first line says who holds it)
 LOCK_FILE = "spire.lock"
 DATA_PREFIX = "data-"
-log = logging.getLogger("spire_llamaindex")
+log = logging.getLogger("spire_app")
 _DOCSTORE_DATA = "docstore/data"  # SimpleDocumentStore's collection of nodes and pages
 
 
@@ -181,7 +179,7 @@ class Store:
         """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does
         (its BM25 index starts from the one saved with the store); ``options`` are the retriever's
         (``budget``, ``max_citations``, ``cache_size``, ...)."""
-        from .retriever import SpireRetriever
+        from spire_llamaindex import SpireRetriever
 
         retriever = SpireRetriever(self.index, **{"policy": self.parser.policy, "fmt": self.parser.fmt, **options})
         if retriever.lexicon is not None and self.lexical is not None:
@@ -201,7 +199,7 @@ def parser_settings(parser: SpireNodeParser) -> dict[str, Any]:
 
 
 def _parser(settings: dict[str, Any]) -> SpireNodeParser:
-    from .parser import SpireNodeParser
+    from spire_llamaindex import SpireNodeParser
 
     policy = settings.get("policy", HTML.name)
     if policy not in (HTML.name, NONE.name):
@@ -234,7 +232,7 @@ def save_store(
     commits each batch), which ``spire query`` reports. ``lexicon``: brought in step with the
     stored pages and saved with them, so the store's retrievers start from it.
     """
-    from .json_files import fsync_dir, fsync_file, write_atomic
+    from spire_llamaindex.json_files import fsync_dir, fsync_file, write_atomic
 
     path = Path(store)
     with store_lock(path):
@@ -283,7 +281,7 @@ def _current_data(path: Path) -> str | None:
 def remove_leftovers(store: str | Path, *, keep: str | None = None) -> None:
     """Remove what interrupted saves and format 1 left in a store folder: data folders other
     than ``keep``, LlamaIndex files beside the manifest, temporary files. Call it holding the lock."""
-    from .json_files import fsync_dir
+    from spire_llamaindex.json_files import fsync_dir
 
     path = Path(store)
     for entry in path.iterdir():
@@ -351,7 +349,7 @@ def _vector_store(path: Path, data: Path) -> SimpleVectorStore:
     every float through ``dataclasses_json``: ~10 s for a few thousand vectors)."""
     from llama_index.core.vector_stores.simple import SimpleVectorStoreData
 
-    from .array_store import ArrayVectorStore  # the same store, searched as one matrix
+    from spire_llamaindex.array_store import ArrayVectorStore  # the same store, searched as one matrix
 
     file = data / VECTOR_STORE_FILE
     try:
@@ -372,7 +370,7 @@ def _vector_store(path: Path, data: Path) -> SimpleVectorStore:
 
 
 def _packed_docstore(path: Path, data: Path) -> Any:
-    from .json_files import PackedKVStore
+    from spire_llamaindex.json_files import PackedKVStore
 
     file = data / DOCSTORE_FILE
     try:
