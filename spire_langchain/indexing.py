@@ -18,6 +18,7 @@ from langchain_core.stores import BaseStore, InMemoryStore
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
 from spire_core import DocumentCache, Policy, SpireError
+from spire_core.indexing.swap import Swap, plan_swap
 from spire_core.options import (
     Fmt,
     OnPageError,
@@ -111,10 +112,11 @@ class PageIndexing:
         """Index (or re-index) source pages; returns the ids of the sentence ``Document``\\ s added.
 
         A page already in the docstore under the same source id is replaced so that a
-        concurrent query sees its old version or its new one, never neither: its new units
-        are added (upserted) beside the old ones, its record in the docstore is replaced,
-        then the old units the new version does not share are deleted, so a changed page
-        leaves no stale sentences. Unchanged pages are skipped unless ``force``. A page that
+        concurrent query sees its old version or its new one, never neither, in the order
+        :func:`spire_core.indexing.swap.plan_swap` plans (LlamaIndex's adapter swaps the same
+        way): its new units are added (upserted) beside the old ones, its record in the docstore
+        is replaced, then the old units the new version does not have are deleted, so a changed
+        page leaves no stale sentences. Unchanged pages are skipped unless ``force``. A page that
         cannot be split raises (``errors="raise"``), or is logged once with its id and reason
         and left as it was while the other pages are indexed (``errors="skip"``).
         """
@@ -124,30 +126,28 @@ class PageIndexing:
             if old is not None and not force and _same_page(old, page):
                 continue
             ids = [str(p.id) for p in pieces]
-            old_ids = self._old_ids(old) if old is not None else []
+            swap = plan_swap(self._old_ids(old) if old is not None else (), ids)
             if pieces:
-                self._upsert(pieces, ids, old_ids)
+                self._upsert(pieces, ids, swap)
                 self._check_landed(source, ids)
             self.docstore.mset([(source, _record(page, pieces))])
             self._documents.invalidate(source)  # after the swap: a parse of the old page is not kept
             self._lexicon.forget(source)
-            kept = set(ids)
-            self._delete_ids([i for i in old_ids if i not in kept])
+            self._delete_ids(list(swap.delete))
             added.extend(ids)
         return added
 
-    def _upsert(self, pieces: list[LCDocument], ids: list[str], old_ids: list[str]) -> None:
-        """Add ``pieces`` under ``ids``, replacing the units of the same ids (same paths) in place.
+    def _upsert(self, pieces: list[LCDocument], ids: list[str], swap: Swap) -> None:
+        """Add ``pieces`` under ``ids``, replacing the units of the same ids (same paths: ``swap.replace``) in place.
 
         A store that refuses ids it holds (FAISS) gets the shared ones deleted first.
         """
         try:
             self.vectorstore.add_documents(pieces, ids=ids)
         except ValueError:
-            shared = set(old_ids) & set(ids)
-            if not shared:
+            if not swap.replace:
                 raise
-            self._delete_ids(sorted(shared))
+            self._delete_ids(list(swap.replace))
             self.vectorstore.add_documents(pieces, ids=ids)
 
     def _check_landed(self, source: str, ids: list[str]) -> None:

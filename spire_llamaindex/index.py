@@ -19,6 +19,7 @@ from llama_index.core.storage.storage_context import StorageContext
 from tqdm.auto import tqdm
 
 from spire_core import SpireError
+from spire_core.indexing.swap import plan_swap
 from spire_core.options import OnPageError
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, Decoded, decode
 from spire_core.reading.files import page_files as core_page_files
@@ -339,29 +340,28 @@ def _decoded_by_spire(doc: Document) -> Document:
 
 
 def _replace_page(index: VectorStoreIndex, doc: Document, nodes: Sequence[BaseNode], existed: bool) -> None:
-    """Swap one page's nodes and source so that a concurrent query sees the old page or the new one.
+    """Swap one page's nodes and source so that a concurrent query sees the old page or the new one,
+    in the order :func:`spire_core.indexing.swap.plan_swap` plans (LangChain's adapter swaps the same way).
 
-    The new nodes go in beside the old ones, the source is replaced in place (it stays
-    readable throughout), then the old nodes the new page does not share are deleted. When
-    the old nodes cannot be listed (a vector store that keeps the text, so the docstore has
-    no record of them), the old page is deleted first, as before.
+    The new nodes go in beside the old ones (a node both pages have is replaced in place), the
+    source is replaced in place (it stays readable throughout), then the old nodes the new page
+    does not have are deleted. When the old nodes cannot be listed (a vector store that keeps the
+    text, so the docstore has no record of them), the old page is deleted first, as before.
     """
     docstore = index.docstore
     info = docstore.get_ref_doc_info(doc.node_id) if existed else None
     if existed and info is None:
         index.delete_ref_doc(doc.node_id, delete_from_docstore=True)
         docstore.delete_document(doc.node_id, raise_error=False)
+    swap = plan_swap(info.node_ids if info is not None else (), [n.node_id for n in nodes])
     if nodes:
         index.insert_nodes(list(nodes))
     store_sources(docstore, [doc])
-    if info is not None:
-        kept = {n.node_id for n in nodes}
-        stale = [i for i in info.node_ids if i not in kept]
-        if stale:
-            # the last node of a page takes its docstore entry along: put the source back then
-            index.delete_nodes(stale, delete_from_docstore=True)
-            if not nodes:
-                store_sources(docstore, [doc])
+    if swap.delete:
+        # the last node of a page takes its docstore entry along: put the source back then
+        index.delete_nodes(list(swap.delete), delete_from_docstore=True)
+        if not nodes:
+            store_sources(docstore, [doc])
 
 
 def remove_documents(index: VectorStoreIndex, doc_ids: Iterable[str]) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("spire_core", "spire_runtime", "spire_llamaindex", "spire_langchain", "benchmarks")
+PACKAGES = ("spire_core", "spire_runtime", "spire_llamaindex", "spire_langchain", "spire_app", "benchmarks")
 
 
 def modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
