@@ -29,8 +29,11 @@ def rrf(
     shared_ties: Sequence[bool] | None = None,
 ) -> list[Hit]:
     """Reciprocal rank fusion: each hit scores the sum of ``w / (k + rank)`` over the rankings
-    holding it (rank from 1; a hit is a page and a path set). Best first; ties in order of
-    first appearance (ranking by ranking). The hits keep their path sets; their score is the fused one.
+    holding it (rank from 1; a hit is a page and a path set), divided by what a hit ranked first
+    by every ranking gets (``sum(w) / (k + 1)``): the fused score is in [0, 1], on the scale of
+    a similarity, so what reads it downstream (the table views' ranking) weighs it as one. Best
+    first; ties in order of first appearance (ranking by ranking). The hits keep their path
+    sets; their score is the fused one.
 
     ``shared_ties[i]``: in ranking ``i`` consecutive hits with the same score share the rank
     of the first (a passage's members, which inherit its score, rank as the passage).
@@ -54,7 +57,8 @@ def rrf(
             seen.add(key)
             fused[key] = fused.get(key, 0.0) + w / (k + rank)
     order = sorted(fused.items(), key=lambda kv: -kv[1])  # stable: first appearance among ties
-    return [Hit(doc_id, paths, score) for (doc_id, paths), score in order]
+    top = sum(weights) / (k + 1)
+    return [Hit(doc_id, paths, score / top) for (doc_id, paths), score in order]
 
 
 def fused_search(

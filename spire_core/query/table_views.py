@@ -28,8 +28,8 @@ label everywhere) over the one holding the row the question names ("the film aft
 <title>", "the team coached by <name>"). So the tables are ranked by
 what the question names in them, weighted by rarity among the candidate tables
 (:class:`_Lexicon`): its column labels, caption and headings, plus its best row (whole
-stems, those naming the table or its columns left out), then whether seeds were admitted
-in it and their score. A table without admitted seeds competes only when the question
+stems, those naming the table or its columns left out), plus its admitted seeds' best
+score (a similarity in [0, 1], :func:`~spire_core.query.fusion.rrf` when fused). A table without admitted seeds competes only when the question
 names one of its column labels or, if the ranking admitted table cells at all, two words
 of one of its rows; so a prose question does not lose its sentences to tables that merely
 share a common word.
@@ -287,9 +287,10 @@ def _all_tables(results: Sequence[Subdocument], docs: Mapping[str, Document]) ->
     return admitted + rest
 
 
-#: Rank bonus of a table holding admitted seeds (the ranking found it), in :class:`_Lexicon` weight units.
-ADMITTED_BONUS = 2.0
-#: Rank weight of a table's seed score (cosine similarity; a page's score for a table without seeds).
+#: Rank weight of a table's best seed score (a similarity in [0, 1], fused or cosine; a page's
+#: score for a table without seeds), in :class:`_Lexicon` weight units. Tuned on the wtq and
+#: docs dev sets at 298481e (first citation and recall, weights 0.5 to 50; 3 to 12 hold wtq's
+#: recall and lift its first citation 0.70 -> 0.74; docs/benchmarks.md "Table views on one scale").
 SEED_WEIGHT = 5.0
 #: Question words one row of a table without admitted seeds must hold for the table to be viewed.
 MIN_ROW_WORDS = 2
@@ -299,7 +300,7 @@ def _ranked(
     candidates: Sequence[_Table], docs: Mapping[str, Document], lexicon: _Lexicon
 ) -> list[tuple[_Table, float]]:
     """The tables to view, best first, with their ranking value: what the question names in them,
-    whether seeds were admitted, their score (a view's citation carries the value as its score).
+    their seeds' score (a view's citation carries the value as its score).
 
     A table without admitted seeds takes part only when the question names one of its
     column labels or, when the ranking admitted some table cells (the question is about
@@ -312,7 +313,7 @@ def _ranked(
         words = lexicon.table_weight(doc, t.table)
         named = bool(lexicon.labels(doc, t.table)) or (tabular and lexicon.row_words(doc, t.table) >= MIN_ROW_WORDS)
         if t.cells or named:
-            rank = words + (ADMITTED_BONUS if t.cells else 0.0) + SEED_WEIGHT * t.score
+            rank = words + SEED_WEIGHT * t.score
             scored.append((-rank, k, t))
     return [(t, -rank) for rank, _, t in sorted(scored)]
 
