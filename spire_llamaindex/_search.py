@@ -1,19 +1,37 @@
-"""The sentence search over a ``VectorStoreIndex``: one vector query per question, nodes fetched per round."""
+"""The sentence search over a ``VectorStoreIndex``: one vector query per question, nodes fetched per round.
+
+Built on LlamaIndex's public API alone: a ``VectorStoreQuery`` sent to ``index.vector_store.query``
+(``aquery``), its ids mapped through ``index.index_struct.nodes_dict`` and their nodes read with
+``index.docstore.get_nodes`` (``aget_nodes``). The query embedding model is the index's
+(:func:`spire_llamaindex.compat.index_embed_model`, the one private member it needs) unless
+``search_kwargs`` name one.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
-from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from llama_index.core.vector_stores.types import VectorStoreQueryResult
+from llama_index.core.schema import BaseNode, NodeWithScore, ObjectType, QueryBundle
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode, VectorStoreQueryResult
+
+from .compat import index_embed_model
 
 #: how often a question's vector query is tried when the store changed under it (every round
 #: shares the one query; the backoffs between tries add up to about one second at most)
 QUERY_TRIES = 12
+
+#: ``search_kwargs`` that become fields of the ``VectorStoreQuery`` (``VectorIndexRetriever``'s
+#: options of the same names)
+QUERY_FIELDS = ("filters", "alpha", "node_ids", "doc_ids", "sparse_top_k", "hybrid_top_k")
+#: every ``search_kwargs`` key taken (``verbose``: accepted as ``VectorIndexRetriever`` takes it, unused)
+SEARCH_KWARGS = (*QUERY_FIELDS, "vector_store_query_mode", "vector_store_kwargs", "embed_model", "verbose")
+#: the query modes that search without the query's embedding
+_TEXT_MODES = (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE)
 
 
 def backoff(attempt: int) -> float:
@@ -25,6 +43,35 @@ def backoff(attempt: int) -> float:
 def _changed_under(err: RuntimeError) -> bool:
     """Whether ``err`` is a dict iteration that a concurrent write disturbed (worth a retry)."""
     return "changed during iteration" in str(err) or "changed size during iteration" in str(err)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """``search_kwargs`` read as ``VectorIndexRetriever`` reads them: the query's mode and fields
+    (filters, alpha, node and doc ids, sparse and hybrid top k), the keyword arguments of the
+    store's ``query`` (``vector_store_kwargs``) and the query embedding model (``embed_model``)."""
+
+    mode: VectorStoreQueryMode = VectorStoreQueryMode.DEFAULT
+    fields: dict[str, Any] = field(default_factory=dict)
+    store_kwargs: dict[str, Any] = field(default_factory=dict)
+    embed_model: BaseEmbedding | None = None
+
+    @classmethod
+    def of(cls, search_kwargs: dict[str, Any]) -> SearchOptions:
+        """Read ``search_kwargs``; an unknown key raises ``TypeError`` naming the keys taken."""
+        unknown = sorted(set(search_kwargs) - set(SEARCH_KWARGS))
+        if unknown:
+            raise TypeError(
+                f"unknown search_kwargs {', '.join(map(repr, unknown))}: "
+                f"search_kwargs takes similarity_top_k, {', '.join(SEARCH_KWARGS)}"
+            )
+        fields = {name: search_kwargs[name] for name in QUERY_FIELDS if search_kwargs.get(name) is not None}
+        return cls(
+            mode=VectorStoreQueryMode(search_kwargs.get("vector_store_query_mode") or VectorStoreQueryMode.DEFAULT),
+            fields=fields,
+            store_kwargs=dict(search_kwargs.get("vector_store_kwargs") or {}),
+            embed_model=search_kwargs.get("embed_model"),
+        )
 
 
 class Ranking:
@@ -40,52 +87,67 @@ class Ranking:
     :data:`QUERY_TRIES` times in all; after that, what was found is returned. (A fetch from
     LlamaIndex's ``SimpleKVStore`` tests for a key, then reads it: a delete between the two
     raises ``KeyError``. SPIRE's ``PackedKVStore`` reads once.)
-    ``search_kwargs`` are ``VectorIndexRetriever``'s (filters, query mode, ...).
+    ``search_kwargs`` are ``VectorIndexRetriever``'s (:class:`SearchOptions`). Not restricted to
+    a snapshot of the index's node ids (as ``as_retriever`` is): a page updated between the
+    snapshot and the query would have neither its old nor its new nodes.
     """
 
     def __init__(
         self, index: VectorStoreIndex, bundle: QueryBundle, k: int, search_kwargs: dict[str, Any], *, first: int
     ) -> None:
+        self.index = index
+        self.options = SearchOptions.of(search_kwargs)
         self.widest = k
         #: the ranks the vector query asks for
         self.asked = min(k, first) if index.vector_store.stores_text else k
-        # not restricted to a snapshot of the index's node ids (as ``as_retriever`` is): a page
-        # updated between the snapshot and the query would have neither its old nor its new nodes
-        self.search = VectorIndexRetriever(
-            index,
-            callback_manager=index._callback_manager,
-            object_map=index._object_map,
-            similarity_top_k=self.asked,
-            **search_kwargs,
-        )
         self.bundle = bundle
         self.tries = 0
         self.result: VectorStoreQueryResult | None = None
         self.nodes: list[NodeWithScore] = []
         self.fetched = 0  # ranks whose nodes were looked up
 
-    def _embedded(self) -> QueryBundle:
-        search, bundle = self.search, self.bundle
-        if bundle.embedding is None and search._needs_embedding() and bundle.embedding_strs:
-            bundle.embedding = search._embed_model.get_agg_embedding_from_queries(bundle.embedding_strs)
-        return bundle
+    def _needs_embedding(self) -> bool:
+        """Whether the query carries the question's embedding (as ``VectorIndexRetriever`` decides)."""
+        bundle = self.bundle
+        return (
+            bundle.embedding is None
+            and bool(bundle.embedding_strs)
+            and self.index.vector_store.is_embedding_query
+            and self.options.mode not in _TEXT_MODES
+        )
+
+    def _embed_model(self) -> BaseEmbedding:
+        return self.options.embed_model or index_embed_model(self.index)
+
+    def _query(self) -> VectorStoreQuery:
+        """The vector store query of ``VectorIndexRetriever`` for the ranks asked."""
+        bundle = self.bundle
+        return VectorStoreQuery(
+            query_embedding=bundle.embedding,
+            similarity_top_k=self.asked,
+            query_str=bundle.query_str,
+            mode=self.options.mode,
+            **self.options.fields,
+        )
 
     def top(self, k: int) -> list[NodeWithScore]:
         """The ``k`` best nodes (fewer when the index holds fewer or nodes went missing on every try)."""
         self._widen(k)
+        if self._needs_embedding():  # once for every try (the bundle keeps it, as VectorIndexRetriever's does)
+            self.bundle.embedding = self._embed_model().get_agg_embedding_from_queries(self.bundle.embedding_strs)
+        store, docstore = self.index.vector_store, self.index.docstore
         while True:
             last = self.tries >= QUERY_TRIES - 1
             if self.result is None:
-                query = self.search._build_vector_store_query(self._embedded())
                 try:
-                    self._start(self.search._vector_store.query(query, **self.search._kwargs))
+                    self._start(store.query(self._query(), **self.options.store_kwargs))
                 except RuntimeError as err:
                     if not _changed_under(err) or last:
                         raise
                     self.tries += 1
                     continue
             try:
-                complete = self._add(k, self.search._docstore.get_nodes(self._wanted(k), raise_error=False))
+                complete = self._add(k, docstore.get_nodes(self._wanted(k), raise_error=False))
             except KeyError:  # a node deleted during its fetch (see the class docstring)
                 self.result, complete = None, False
             if complete or last:
@@ -94,21 +156,24 @@ class Ranking:
             self.tries += 1
 
     async def atop(self, k: int) -> list[NodeWithScore]:
-        """Async :meth:`top` (the query embedded beforehand)."""
+        """Async :meth:`top`."""
         self._widen(k)
+        if self._needs_embedding():
+            model = self._embed_model()
+            self.bundle.embedding = await model.aget_agg_embedding_from_queries(self.bundle.embedding_strs)
+        store, docstore = self.index.vector_store, self.index.docstore
         while True:
             last = self.tries >= QUERY_TRIES - 1
             if self.result is None:
-                query = self.search._build_vector_store_query(self.bundle)
                 try:
-                    self._start(await self.search._vector_store.aquery(query, **self.search._kwargs))
+                    self._start(await store.aquery(self._query(), **self.options.store_kwargs))
                 except RuntimeError as err:
                     if not _changed_under(err) or last:
                         raise
                     self.tries += 1
                     continue
             try:
-                complete = self._add(k, await self.search._docstore.aget_nodes(self._wanted(k), raise_error=False))
+                complete = self._add(k, await docstore.aget_nodes(self._wanted(k), raise_error=False))
             except KeyError:  # a node deleted during its fetch (see the class docstring)
                 self.result, complete = None, False
             if complete or last:
@@ -122,23 +187,31 @@ class Ranking:
         result = self.result
         if self.asked < min(k, self.widest) and (result is None or len(result.ids or result.nodes or ()) >= self.asked):
             self.asked = self.widest
-            self.search._similarity_top_k = self.asked
             self.result = None
 
     def _start(self, result: VectorStoreQueryResult) -> None:
+        """Take a query's result. A store that keeps text gave its nodes: those that are not text
+        nodes are read from the docstore (as ``VectorIndexRetriever`` does), and every rank is
+        fetched; otherwise the rounds fetch their prefixes (:meth:`_wanted`)."""
         self.result, self.nodes, self.fetched = result, [], 0
-        if result.nodes is not None or not result.ids:  # the store keeps text: its own nodes
-            wanted = self.search._determine_nodes_to_fetch(result)  # LlamaIndex's: only non-text nodes
-            if wanted:
-                fetched = self.search._docstore.get_nodes(wanted, raise_error=False)
-                result.nodes = list(self.search._insert_fetched_nodes_into_query_result(result, fetched))
-            self.nodes = self.search._convert_nodes_to_scored_nodes(result)
+        if result.nodes or not result.ids:
+            nodes = list(result.nodes or ())
+            others = [str(n.node_id) for n in nodes if n.as_related_node_info().node_type != ObjectType.TEXT]
+            if others:
+                by_id = {str(n.node_id): n for n in self.index.docstore.get_nodes(others, raise_error=False)}
+                nodes = [by_id.get(str(n.node_id), n) for n in nodes]
+                result.nodes = nodes
+            similarities = result.similarities
+            self.nodes = [
+                NodeWithScore(node=node, score=similarities[rank] if similarities is not None else None)
+                for rank, node in enumerate(nodes)
+            ]
             self.fetched = len(result.ids or self.nodes)
 
     def _wanted(self, k: int) -> list[str]:
         """The docstore ids of the ranks up to ``k`` not fetched yet (none when the store keeps text)."""
         assert self.result is not None
-        nodes_dict = self.search._index.index_struct.nodes_dict
+        nodes_dict = self.index.index_struct.nodes_dict
         return [n for i in (self.result.ids or [])[self.fetched : k] if (n := nodes_dict.get(i)) is not None]
 
     def _add(self, k: int, fetched: list[BaseNode]) -> bool:
@@ -148,7 +221,7 @@ class Ranking:
         ids, similarities = self.result.ids or [], self.result.similarities
         end = min(k, len(ids))
         by_id = {str(n.node_id): n for n in fetched}
-        nodes_dict = self.search._index.index_struct.nodes_dict
+        nodes_dict = self.index.index_struct.nodes_dict
         complete = True
         for rank in range(self.fetched, end):
             node = by_id.get(str(nodes_dict.get(ids[rank])))

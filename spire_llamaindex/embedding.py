@@ -44,6 +44,8 @@ def default_embeddings(
         return FastEmbedEmbedding(embed_batch_size=batch_size, **packaged.fastembed_settings())
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
+    from .compat import sentence_transformer
+
     try:  # the "Loading weights" bar is noise for a packaged model
         from transformers.utils import logging as hf_logging
 
@@ -56,7 +58,7 @@ def default_embeddings(
         device=device,
         model_kwargs={"torch_dtype": packaged.torch_dtype(precision, device)},
     )
-    packaged.pad_in_buckets(embed._model)  # the SentenceTransformer it wraps
+    packaged.pad_in_buckets(sentence_transformer(embed))  # the SentenceTransformer it wraps
     return embed
 
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from llama_index.core import Settings
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, Document, MetadataMode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
@@ -28,6 +27,7 @@ from spire_runtime.defaults import DEFAULT_BATCH_PAGES
 from spire_runtime.pages import page_file, text_page_id
 
 from ._source import log
+from .compat import chosen_embed_model, index_embed_model
 from .embedding import embed_texts
 from .parser import PAGE_SUFFIXES as PAGE_SUFFIXES  # re-exported: the CLI reads it here
 from .parser import SpireNodeParser, spire_decoded
@@ -136,7 +136,7 @@ def settings_embed_model() -> BaseEmbedding:
 
     (Reading ``Settings.embed_model`` unset would resolve LlamaIndex's OpenAI default.)
     """
-    chosen = Settings._embed_model  # set by the application, or None: never resolved here
+    chosen = chosen_embed_model()  # set by the application, or None: never resolved here
     if chosen is not None:
         return chosen
     from .embedding import default_embeddings
@@ -291,7 +291,7 @@ def _index_batch(
         texts = [node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes]
         # identical texts (repeated table rows, boilerplate) are embedded once
         distinct = list(dict.fromkeys(texts))
-        vectors = embed_texts(index._embed_model, distinct, progress=progress.embedding(len(distinct)))
+        vectors = embed_texts(index_embed_model(index), distinct, progress=progress.embedding(len(distinct)))
         by_text = dict(zip(distinct, vectors, strict=True))
         for node, text in zip(nodes, texts, strict=True):
             node.embedding = by_text[text]

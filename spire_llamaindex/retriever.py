@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -53,7 +52,7 @@ from spire_core.pipeline import (
 from spire_core.results.schema import DOC_ID, SPIRE_KEYS, citations_from, result_id, user_metadata
 from spire_core.size import SizeFn
 
-from ._search import Ranking
+from ._search import Ranking, SearchOptions
 from ._source import SourceDocuments, log
 from .index import as_page, build_index, update_index
 from .parser import SpireNodeParser
@@ -205,6 +204,8 @@ class SpireRetriever(BaseRetriever):
         self.search_kwargs = search_kwargs
         if filters is not None:
             self.search_kwargs["filters"] = filters
+        if isinstance(index, VectorStoreIndex):
+            SearchOptions.of(self.search_kwargs)  # a misspelt key fails here, not at the first question
         #: BM25 over every sentence of the stored pages, fused with the vector ranking (``lexical=False``: off)
         self.lexicon = self.sources.lexicon(policy) if lexical and not filters else None
 
@@ -312,10 +313,6 @@ class SpireRetriever(BaseRetriever):
     async def aretrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
         """Async :meth:`retrieve_subdocuments`: searches run on the event loop, pages are parsed off it."""
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        embed = getattr(self.index, "_embed_model", None)
-        if bundle.embedding is None and embed is not None:
-            embedding = await embed.aget_agg_embedding_from_queries(bundle.embedding_strs)
-            bundle = dataclasses.replace(bundle, embedding=embedding)
         lexical = self.lexicon.hits if self.lexicon is not None else None
         checked: Callable[[Bridge], StoreSearch] = lambda run: self._checked(self._store_search(bundle, run))  # noqa: E731
         found = await aretrieve(bundle.query_str, checked, self.sources, self.options, lexical)
