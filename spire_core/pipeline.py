@@ -32,6 +32,7 @@ from spire_core.options import DEFAULT_TARGET, OnError, QueryOptions
 from spire_core.query.aggregate import aggregate, seed_indices
 from spire_core.query.evidence import Evidence, aselect_evidence, select_evidence
 from spire_core.query.fusion import fused_search
+from spire_core.query.lexical import fusion_weight
 from spire_core.query.passages import PassageHit, sentence_search
 from spire_core.query.references import Resolver, cite_references
 from spire_core.query.strength import Signals, rank_evidence
@@ -115,7 +116,8 @@ def run_query(
     """The method's query path over valid passage hits (``n -> the n best``): each passage hit is
     its member sentences (the question's words first); with ``lexical``, that ranking is fused
     with the lexical ranking of single sentences (:func:`~spire_core.query.fusion.fused_search`:
-    a sentence naming the question's rare words rises inside and across passages); the hits are
+    a sentence naming the question's rare words rises inside and across passages; weighted more
+    for a question in Han, kana or Hangul, :func:`~spire_core.query.lexical.fusion_weight`); the hits are
     aggregated per page under the budget, then the best-ranked tables' views are added. Every
     citation is a sentence's path set, and carries the references its text makes; with
     ``options.resolve_refs``, what an admitted sentence's references name in ``documents`` is
@@ -137,7 +139,7 @@ def run_query(
 
     hits = sentence_search(scored_passages, query=query, documents=lookup, order="overlap")
     if lexical is not None:
-        hits = fused_search(hits, scored_lexical, shared_ties=True)
+        hits = fused_search(hits, scored_lexical, shared_ties=True, weights=(1.0, fusion_weight(query)))
     if options.max_pages is not None:
         hits = first_pages(hits, options.max_pages)
     resolver = Resolver(lookup) if options.resolve_refs else None

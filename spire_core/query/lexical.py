@@ -23,13 +23,25 @@ indexed pages. Nothing in it is specific to English but the default.
 
 **Han, kana, Hangul** (:data:`spire_core.size.CJK`), chosen by script, not by language, in
 pages and questions alike: Japanese and Chinese write no spaces between words, so ``\\w+``
-would make a clause one term that no question holds. A run of those characters gives its
-overlapping character bigrams instead, as Lucene's CJKAnalyzer does ("系统升级" -> "系统",
-"统升", "升级"; a lone character is itself), with no dictionary and no word list; spaces between
-two Han or kana characters (a line break in a page's source) are bridged, spaces between Hangul
-words (Korean spaces its words) are not. A Chinese question matches a Chinese sentence by the
-bigrams they share, and the words of other scripts beside them ("stable Debian 系统升级") are
-words as above, stop words dropped and stemmed.
+would make a clause one term that no question holds. A run of those characters gives terms by
+script instead (:func:`~spire_core.reading.language.cjk_terms`), with no dictionary and no word
+list: Han as overlapping character bigrams, as Lucene's CJKAnalyzer does ("系统升级" -> "系统",
+"统升", "升级"; a lone character is itself), a katakana run as one term (a loanword: "パッケージ"
+weighs as one word, not as four bigrams), hiragana dropped beside Han or katakana (Japanese
+writes its particles and endings in it: "の", "ですか"; a run of hiragana alone, and Hangul, are
+bigrams). Spaces between two Han or kana characters (a line break in a page's source) are
+bridged, spaces between Hangul words (Korean spaces its words) are not. A Chinese or Japanese
+question matches a sentence by the terms they share, and the words of other scripts beside them
+("stable Debian 系统升级") are words as above, stop words dropped and stemmed. On the Japanese
+tuning set (``benchmarks/tuning/cjk-ja``) the script terms found 3 answers more than bigrams
+over every kana (docs/benchmarks.md); Chinese reads as before.
+
+**Weight in the fusion** (:func:`fusion_weight`): the packaged embedding model is
+English-trained and ranks Japanese and Chinese passages poorly, so a question written in Han,
+kana or Hangul weighs the lexical ranking more in the rank fusion: ``1 + (CJK_FUSION_WEIGHT -
+1) * share``, ``share`` the question's share of such characters
+(:func:`~spire_core.reading.language.cjk_share`); a question without any keeps 1, the weight
+tuned on the English dev sets.
 
 **Unseen terms** (:meth:`LexicalIndex.parts`): a question's term that no indexed sentence holds
 is matched, at half weight (:data:`PART_WEIGHT`), through the indexed terms that contain it or
@@ -75,14 +87,16 @@ from spire_core.document.tree import Document, Path
 from spire_core.errors import SpireError
 from spire_core.indexing.units import seeds
 from spire_core.options import Fmt
-from spire_core.reading.language import cjk_bigrams, stop_words
+from spire_core.reading.language import cjk_share, cjk_terms, stop_words
 from spire_core.size import CJK
 from spire_core.values import Hit
 
 __all__ = [
+    "CJK_FUSION_WEIGHT",
     "DEFAULT_LANGUAGE",
     "LexicalIndex",
     "Lexicon",
+    "fusion_weight",
     "languages",
     "sentence_units",
     "tokenizer",
@@ -101,6 +115,9 @@ MAX_PARTS = 64
 MAX_SPLIT_CHARS = 64
 #: A question's first this many unseen terms get stand-ins (a question pasted from a page may hold thousands).
 MAX_UNSEEN_TERMS = 16
+#: The lexical ranking's weight in the rank fusion for a question written wholly in Han, kana or
+#: Hangul (:func:`fusion_weight`; Japanese tuning set: recall 0.846 at 1, 1.0 from 3 to 8).
+CJK_FUSION_WEIGHT = 4.0
 #: BM25 parameters (bm25s's defaults, Lucene's variant).
 DEFAULT_K1 = 1.5
 DEFAULT_B = 0.75
@@ -108,8 +125,9 @@ DEFAULT_B = 0.75
 #: One indexed unit: its page, its path set (a sentence's) and its text.
 LexicalUnit = tuple[str, frozenset[Path], str]
 
-#: The saved index's format: 2 since runs of Han, kana and Hangul are indexed as character bigrams.
-_FORMAT = 2
+#: The saved index's format: 2 since runs of Han, kana and Hangul are indexed as character bigrams,
+#: 3 since they are indexed by script (:func:`~spire_core.reading.language.cjk_terms`).
+_FORMAT = 3
 #: The files :meth:`LexicalIndex.save` writes in a folder.
 INDEX_FILE, TERMS_FILE, LENGTHS_FILE = "lexical.json.gz", "lexical-terms.npy", "lexical-lengths.npy"
 
@@ -125,7 +143,7 @@ def tokenizer(
     language: str = DEFAULT_LANGUAGE, *, stem: bool = True, stopwords: bool = True
 ) -> Callable[[str], list[str]]:
     """``text -> terms``: NFKC, case-folded ``\\w+`` words less ``language``'s stop words, Snowball-stemmed;
-    runs of Han, kana and Hangul as their character bigrams (:func:`cjk_bigrams`; module docstring).
+    runs of Han, kana and Hangul as terms by script (:func:`cjk_terms`; module docstring).
 
     ``stem=False`` keeps the words as they are; ``stopwords=False`` keeps every word.
     Raises ``KeyError`` for a language PyStemmer has no stemmer for (when stemming).
@@ -145,7 +163,7 @@ def tokenizer(
         at: list[int] = []  # where each goes in ``terms``
         for run in _CJK_OR_WORD.findall(_CJK_GAP.sub("", text)):
             if _CJK_CHAR.match(run):
-                terms.extend(cjk_bigrams(run))
+                terms.extend(cjk_terms(run))
             elif run not in stop:
                 at.append(len(terms))
                 words.append(run)
@@ -166,6 +184,14 @@ _CJK_OR_WORD = re.compile(rf"(?:(?=\w)[{CJK}])+|[^\W{CJK}]+")
 _HAN_KANA = CJK.replace("\uac00-\ud7af", "")
 #: spaces between two Han or kana characters (a line break in the page's source), bridged
 _CJK_GAP = re.compile(rf"(?<=[{_HAN_KANA}])\s+(?=[{_HAN_KANA}])")
+
+
+def fusion_weight(query: str) -> float:
+    """The lexical ranking's weight against the dense one's (1) in the rank fusion for ``query``:
+    1 for a question without Han, kana or Hangul, up to :data:`CJK_FUSION_WEIGHT` for one written
+    wholly in them (module docstring, *Weight in the fusion*)."""
+    share = cjk_share(query)
+    return 1.0 + (CJK_FUSION_WEIGHT - 1.0) * share if share else 1.0
 
 
 @dataclass(frozen=True)

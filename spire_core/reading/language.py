@@ -142,6 +142,47 @@ def cjk_bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+#: Han ideographs (with extension A and the compatibility ones), katakana (with the long-vowel
+#: mark ー) and hiragana: the three scripts Japanese mixes, told apart by Unicode block
+HAN, KATAKANA, HIRAGANA = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff", "\u30a0-\u30ff", "\u3040-\u309f"
+_HAN_OR_KATAKANA = re.compile(f"[{HAN}{KATAKANA}]")
+#: a run of Han, of katakana, of hiragana, or of the other CJK characters (Hangul)
+_SCRIPT_RUN = re.compile(f"([{HAN}]+)|([{KATAKANA}]+)|([{HIRAGANA}]+)|([^{HAN}{KATAKANA}{HIRAGANA}]+)")
+
+
+def cjk_terms(run: str) -> list[str]:
+    """The lexical terms of a run of Han, kana or Hangul characters, by script (Unicode blocks,
+    no dictionary, no word list): Han as its :func:`cjk_bigrams`; a katakana run whole (a
+    loanword or a name: "パッケージ" one term, not four bigrams that would weigh a common word
+    four times); hiragana dropped where the run also holds Han or katakana (Japanese writes its
+    particles, endings and auxiliaries in it: "の", "ですか"); a run of hiragana alone, and
+    Hangul, as bigrams. Chinese (Han only) reads as :func:`cjk_bigrams` does.
+
+    ``"ヘルプブラウザを開くキーは何ですか"`` -> ``["ヘルプブラウザ", "開", "キー", "何"]``.
+    """
+    if _HAN_OR_KATAKANA.search(run) is None:
+        return cjk_bigrams(run)
+    out: list[str] = []
+    for han, katakana, _hiragana, other in _SCRIPT_RUN.findall(run):
+        if han or other:
+            out.extend(cjk_bigrams(han or other))
+        elif katakana:
+            out.append(katakana)
+    return out
+
+
+def cjk_share(text: str) -> float:
+    """The share of ``text``'s word characters that are Han, kana or Hangul (0 for a text without
+    word characters): how much of a question is written in scripts the packaged, English-trained
+    embedding model reads poorly."""
+    chars = _WORD_CHAR.findall(text)
+    return sum(1 for c in chars if _CJK_CHAR.match(c)) / len(chars) if chars else 0.0
+
+
+_WORD_CHAR = re.compile(r"\w")
+_CJK_CHAR = re.compile(f"[{CJK}]")
+
+
 def script_words(words: Sequence[str]) -> list[str]:
     """``words`` (``\\w+`` runs) with each run of Han, kana or Hangul characters in them read as its
     :func:`cjk_bigrams` (scripts written without spaces have no word boundaries to split at); a

@@ -2,7 +2,7 @@
 
 Budgets are charged as the judge charges them (one token per Han, kana or Hangul character),
 sentences end at ``。！？`` (and at ``.!?`` before a space), and the lexical signal matches
-CJK questions by character bigrams.
+CJK questions by terms chosen by script (Han bigrams, katakana runs whole: test_cjk_scripts.py).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from spire_core.document.tree import SENTENCE_BEG, SENTENCE_END
 from spire_core.indexing.passages import passages
 from spire_core.options import QueryOptions
 from spire_core.pipeline import run_query
-from spire_core.query.lexical import LexicalIndex, cjk_bigrams, tokenizer
+from spire_core.query.lexical import LexicalIndex, tokenizer
 from spire_core.query.passages import PassageHit
+from spire_core.reading.language import cjk_bigrams
 from spire_core.reading.punkt import sentence_spans
 from spire_core.reading.sentences import sentence_index
 from spire_core.values import Hit
@@ -207,16 +208,17 @@ def test_the_fuzzers_checks_hold_on_cjk_pages(page: str) -> None:
 
 
 # -- the lexical signal ----------------------------------------------------------------------
-def test_runs_of_han_kana_and_hangul_are_character_bigrams() -> None:
+def test_runs_of_han_and_hangul_are_character_bigrams_katakana_runs_whole() -> None:
     assert cjk_bigrams("系统升级") == ["系统", "统升", "升级"]
     assert cjk_bigrams("猫") == ["猫"]
     tokenize = tokenizer("english")
     assert tokenize("使用 aptitude 命令") == ["使用", "aptitud", "命令"]
     assert tokenize("使用aptitude命令来") == ["使用", "aptitud", "命令", "令来"]
-    assert tokenize("カタカナ・ひらがな") == ["カタ", "タカ", "カナ", "ひら", "らが", "がな"]  # not across "・"
+    # not across "・"; a katakana run is one term, hiragana alone gives bigrams
+    assert tokenize("カタカナ・ひらがな") == ["カタカナ", "ひら", "らが", "がな"]
     assert tokenize("한국어 문장") == ["한국", "국어", "문장"]  # Korean words stay apart
     assert tokenize("系统\n升级") == ["系统", "统升", "升级"]  # a line break in the source is bridged
-    assert tokenize("ｶﾀｶﾅ") == ["カタ", "タカ", "カナ"]  # half-width kana: NFKC
+    assert tokenize("ｶﾀｶﾅ") == ["カタカナ"]  # half-width kana: NFKC
     assert tokenize("The running tests") == ["run", "test"]  # English as before
 
 
@@ -329,7 +331,8 @@ def test_delivered_cjk_text_fits_the_budget_by_the_judges_count(budget: int, que
 
 
 def test_an_index_saved_before_bigrams_is_refused(tmp_path: Path) -> None:
-    """Format 1 held CJK clauses as whole words: a store holding one builds its index from its pages again."""
+    """Format 1 held CJK clauses as whole words, format 2 every kana as bigrams: a store holding
+    either builds its index from its pages again."""
     import gzip
     import json
 
@@ -337,8 +340,9 @@ def test_an_index_saved_before_bigrams_is_refused(tmp_path: Path) -> None:
 
     _index(ZH_UNITS).save(tmp_path)
     meta = json.loads(gzip.decompress((tmp_path / INDEX_FILE).read_bytes()))
-    assert meta["format"] == 2
-    meta["format"] = 1
-    (tmp_path / INDEX_FILE).write_bytes(gzip.compress(json.dumps(meta).encode()))
-    with pytest.raises(ValueError, match="format 2"):
-        LexicalIndex.load(tmp_path)
+    assert meta["format"] == 3
+    for old in (1, 2):
+        meta["format"] = old
+        (tmp_path / INDEX_FILE).write_bytes(gzip.compress(json.dumps(meta).encode()))
+        with pytest.raises(ValueError, match="format 3"):
+            LexicalIndex.load(tmp_path)
