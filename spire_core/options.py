@@ -30,12 +30,16 @@ OnPageError = Literal["raise", "skip"]
 #: Tokens of evidence delivered per query.
 DEFAULT_BUDGET = 1000
 #: Size a result is grown toward by local context before filtering.
+#: Set at dd44580 without a recorded measurement; docs/tuned-constants.md.
 DEFAULT_TARGET = 400
 #: Hits fetched in the first search round (the prefix then doubles while under budget).
+#: Set at b4f26ad without a recorded measurement; docs/tuned-constants.md.
 DEFAULT_FIRST_K = 32
 #: Share of the budget under which the search prefix keeps growing.
+#: Set at b4f26ad without a recorded measurement; docs/tuned-constants.md.
 DEFAULT_FILL = 0.9
 #: Search rounds at most (the prefix doubles each round).
+#: Set at b4f26ad without a recorded measurement; docs/tuned-constants.md.
 DEFAULT_MAX_ROUNDS = 4
 #: The size function budgets and targets count with, in the core and both adapters: the same
 #: ``budget`` buys the same evidence everywhere, whatever is installed (the benchmark judge counts so too).
@@ -43,18 +47,22 @@ DEFAULT_SIZE: SizeFn = approx_tokens
 #: The unit the adapters and the ``spire`` CLI index by default.
 DEFAULT_UNIT: Unit = "passage"
 #: Tokens of own and context text a passage is packed up to (``spire_core.indexing.passages``).
+#: Set at d5d79ec without a recorded measurement; docs/tuned-constants.md.
 DEFAULT_PASSAGE_TOKENS = 160
 #: Tokens the packaged embedding model reads (all-MiniLM-L6-v2): no passage renders longer, bar one sentence.
 MODEL_WINDOW = 256
 #: Share of the budget the table views may take from lower-ranked seeds (:mod:`spire_core.query.table_views`).
+#: Set at d5d79ec; 0.6 checked on wtq dev and tuning manuals-de (9f84519); docs/tuned-constants.md.
 DEFAULT_TABLE_SHARE = 0.9
 #: Tables that get a view at most, best-ranked first.
+#: Set at d5d79ec; 2 checked on wtq dev and tuning manuals-de (9f84519); docs/tuned-constants.md.
 DEFAULT_TABLE_VIEWS = 3
 #: Follow the references of cited sentences one hop into the corpus (:mod:`spire_core.query.references`).
 DEFAULT_RESOLVE_REFS = False
 #: The citation cut (:class:`Cut`): at most this many citations are named
 #: as evidence, each at least ``DEFAULT_MIN_SCORE`` strong and at least ``DEFAULT_RELATIVE_SCORE``
 #: times the strongest (tuned on the docs and wtq dev sets; docs/benchmarks.md, "Ranked evidence").
+#: Tuned on docs dev and wtq dev at 6de01af (min_score at d374ea0); docs/tuned-constants.md.
 DEFAULT_MAX_CITATIONS: int | None = 16
 DEFAULT_MIN_SCORE = 0.0
 DEFAULT_RELATIVE_SCORE = 0.3

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 #: A definition's description holds at most this many characters of text (the first sentence always):
 #: a gloss of one or two sentences, as a glossary gives (a fifth of what a label may hold).
+#: Set at 02306ab without a recorded measurement; docs/tuned-constants.md.
 MAX_DEFINITION_CHARS = 400
 #: Elements that mention a term (and are left out of every definition, so that none chains).
 MENTION_TAGS = frozenset({"a", "abbr", "acronym"})

@@ -56,6 +56,7 @@ COLONS = (":", "\uff1a")
 #: Characters that open an item of a list written as paragraphs, followed by a space (:func:`paragraph_lists`).
 ITEM_MARKS = frozenset("-\u2013\u2014\u2022\u00b7\u2023\u25e6\u25aa*")
 #: A lead-in paragraph of at most this many characters is taken whole (see :func:`lead_in`).
+#: Tuned on benchmarks/tuning/manuals2 at b5b3d26; docs/tuned-constants.md.
 SHORT_LEAD_IN_CHARS = 200
 
 

@@ -131,6 +131,7 @@ def _span(value: str | None) -> int:
 
 
 #: A cell of at least this many words that ends as a sentence ends (``.``, ``!``, ``?``, ...) is no column label.
+#: Tuned on benchmarks/tuning/manuals3, manuals4, manuals-de3 at f67ab73; docs/tuned-constants.md.
 SENTENCE_WORDS = 4
 #: Nor is a cell of more nodes than this (a table in a cell): reading one is bounded, so nested
 #: tables' first rows are read in time linear in the page.

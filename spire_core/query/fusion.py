@@ -66,6 +66,7 @@ def fused_search(
     lexical: Callable[[int], Sequence[Hit]],
     *,
     pool: int = 256,
+    # lexical_pool and weights: tuned on docs dev and wtq dev at b06b8b6; docs/tuned-constants.md
     lexical_pool: int = 64,
     k: float = DEFAULT_RRF_K,
     weights: tuple[float, float] = (1.0, 1.0),

@@ -43,6 +43,7 @@ from spire_core.values import Citation, Hit, Subdocument
 
 #: How much a sentence's lexical match counts against its passage's similarity (tuned on the
 #: docs and wtq dev sets, the first citation holding the answer; see docs/benchmarks.md).
+#: Tuned on docs dev and wtq dev at d374ea0; docs/tuned-constants.md.
 LEXICAL_WEIGHT = 0.5
 
 Key = tuple[str, frozenset[Path]]
