@@ -116,7 +116,8 @@ MAX_SPLIT_CHARS = 64
 #: A question's first this many unseen terms get stand-ins (a question pasted from a page may hold thousands).
 MAX_UNSEEN_TERMS = 16
 #: The lexical ranking's weight in the rank fusion for a question written wholly in Han, kana or
-#: Hangul (:func:`fusion_weight`; Japanese tuning set: recall 0.846 at 1, 1.0 from 3 to 8).
+#: Hangul (:func:`fusion_weight`; Japanese tuning set, terms by script: recall 0.788 at 1, 0.846
+#: at 2, 1.0 from 3 to 8; docs/benchmarks.md).
 CJK_FUSION_WEIGHT = 4.0
 #: BM25 parameters (bm25s's defaults, Lucene's variant).
 DEFAULT_K1 = 1.5
