@@ -31,10 +31,12 @@ def default_embeddings(
         )
     from langchain_huggingface import HuggingFaceEmbeddings
 
+    from .compat import sentence_transformer
+
     embeddings = HuggingFaceEmbeddings(
         model_name=str(packaged.model_path()),
         model_kwargs={"local_files_only": True, "model_kwargs": {"torch_dtype": packaged.torch_dtype(precision)}},
         encode_kwargs={"batch_size": batch_size},
     )
-    packaged.pad_in_buckets(embeddings._client)  # the SentenceTransformer it wraps
+    packaged.pad_in_buckets(sentence_transformer(embeddings))  # the SentenceTransformer it wraps
     return embeddings

@@ -45,6 +45,7 @@ from spire_core.query.lexical import Lexicon
 from spire_core.results.schema import result_id, user_metadata
 
 from ._source import page_loader
+from .compat import gives_relevance_scores
 from .format import cited_sources
 from .indexing import PageIndexing, _namespaced
 from .transformer import SpireTransformer
@@ -205,7 +206,7 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     def _relevance(self, kwargs: dict[str, Any]) -> bool:
         """Whether a (non-MMR) search asks for the store's relevance scores: asked, or a ``score_threshold``
         applies and the store has them (else the threshold holds SPIRE's reading of its scores)."""
-        return self.scores == "relevance" or ("score_threshold" in kwargs and _has_relevance(self.vectorstore))
+        return self.scores == "relevance" or ("score_threshold" in kwargs and gives_relevance_scores(self.vectorstore))
 
     def _takes_fetch_k(self) -> bool:
         """Whether the store's similarity search names ``fetch_k`` (candidates looked at before its filter)."""
@@ -353,16 +354,6 @@ def _summary(results: Sequence[Subdocument], budget: int) -> str:
     """The line a query reports to the callbacks."""
     cited = sum(len(r.citations) for r in results)
     return f"SPIRE: {len(results)} page(s), {cited} citation(s), {sum(r.cost for r in results)} of {budget} tokens"
-
-
-def _has_relevance(store: VectorStore) -> bool:
-    """Whether ``store`` gives relevance scores (InMemoryVectorStore does not)."""
-    cls = type(store)
-    return (
-        cls._select_relevance_score_fn is not VectorStore._select_relevance_score_fn
-        or cls._similarity_search_with_relevance_scores is not VectorStore._similarity_search_with_relevance_scores
-        or getattr(store, "override_relevance_score_fn", None) is not None
-    )
 
 
 def _metadata_filter(spec: Mapping[str, Any]) -> Callable[[LCDocument], bool]:
