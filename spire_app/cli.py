@@ -207,7 +207,7 @@ def _index(args: argparse.Namespace) -> int:
         StageProgress,
         build_index,
         default_embeddings,
-        remove_documents,
+        delete_sources,
         update_index,
     )
 
@@ -282,7 +282,7 @@ def _index(args: argparse.Namespace) -> int:
         finally:
             progress.close()
         current = {path.relative_to(pages).as_posix() for path in files}
-        removed = remove_documents(index, [d for d in previous if d not in current and d not in failed])
+        removed = delete_sources(index, [d for d in previous if d not in current and d not in failed])
         failed.update(report.failed)
         kept = set(report.added) | set(report.updated) | set(report.unchanged)
         kept |= {d for d in previous if d in failed}  # an unreadable new version keeps the old one

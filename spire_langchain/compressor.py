@@ -42,14 +42,14 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
     ``on_error="raise"`` raises :class:`spire_core.EvidenceFilterError`. Documents that
     did not come from a SPIRE retriever pass through unchanged.
 
-    The parsed pages come from the retriever given as ``source`` (or ``documents``), or are
-    loaded from a ``docstore``.
+    The parsed pages come from the retriever given as ``source`` (or ``sources``: e.g. its
+    ``retriever.sources``), or are loaded from a ``docstore``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     llm: Runnable[Any, Any]
-    documents: Callable[[str], SpireDocument] | None = None
+    sources: Callable[[str], SpireDocument] | None = None
     docstore: BaseStore[str, LCDocument] | None = None
     target: int = Field(default=DEFAULT_TARGET, gt=0)
     size: Callable[[str], int] = DEFAULT_SIZE
@@ -61,12 +61,12 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
 
     @model_validator(mode="after")
     def _needs_pages(self) -> SpireEvidenceFilter:
-        if self.documents is not None:
-            self._pages = self.documents
+        if self.sources is not None:
+            self._pages = self.sources
         elif self.docstore is not None:
             self._pages = DocumentCache(page_loader(self.docstore))
         else:
-            raise ValueError("SpireEvidenceFilter needs documents (e.g. retriever.documents) or a docstore")
+            raise ValueError("SpireEvidenceFilter needs sources (e.g. retriever.sources) or a docstore")
         return self
 
     def __init__(
@@ -78,11 +78,11 @@ class SpireEvidenceFilter(BaseDocumentCompressor):
     ) -> None:
         """``SpireEvidenceFilter(llm, source)``, as in ``spire_llamaindex``: ``source`` is the retriever
         (sharing its parsed pages and, unless given, its size, policy and format) or the docstore of
-        the source pages. The fields may also be given by name (``llm=``, ``documents=``, ``docstore=``)."""
+        the source pages. The fields may also be given by name (``llm=``, ``sources=``, ``docstore=``)."""
         if llm is not None:
             fields["llm"] = llm
         if isinstance(source, SpireRetriever):
-            fields.setdefault("documents", source.documents)
+            fields.setdefault("sources", source.sources)
             for name in ("size", "policy", "fmt"):
                 if fields.get(name) is None:
                     fields[name] = getattr(source, name)

@@ -242,14 +242,18 @@ class PageIndexing:
             self._forget_pages([s for s in self.docstore.yield_keys() if s not in given])
         return total
 
-    def delete_sources(self, sources: Iterable[str]) -> None:
-        """Remove pages (by source id) and their sentences."""
+    def delete_sources(self, sources: Iterable[str]) -> list[str]:
+        """Remove pages (by source id) and their sentences; returns the ids that were present
+        (as LlamaIndex's ``delete_sources(index, ids)``)."""
+        removed = []
         for source in sources:
             old = self.docstore.mget([source])[0]
             if old is None:
                 continue
             self._delete_ids(self._old_ids(old))
             self._forget_pages([source])
+            removed.append(source)
+        return removed
 
     def _forget_pages(self, sources: list[str]) -> None:
         """Remove pages' source text from the docstore, the parsed-page cache and the lexical index

@@ -147,8 +147,9 @@ class SpireRetriever(PageIndexing, BaseRetriever):
         self.transformer = _namespaced(self.transformer, self.id_namespace)
 
     @property
-    def documents(self) -> DocumentCache:
-        """The bounded LRU of parsed pages (share it with :class:`~spire_langchain.SpireEvidenceFilter`)."""
+    def sources(self) -> DocumentCache:
+        """The source pages by id, parsed once (a bounded LRU; share it with
+        :class:`~spire_langchain.SpireEvidenceFilter`), as the LlamaIndex retriever's ``sources``."""
         return self._documents
 
     def format_citations(self, documents: Sequence[LCDocument]) -> str:

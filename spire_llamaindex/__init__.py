@@ -17,16 +17,17 @@ from spire_core.results.schema import SPIRE_KEYS
 if TYPE_CHECKING:
     from ._source import SourceDocuments, page_html, source_text
     from .embedding import DEFAULT_MODEL, default_embeddings, embed_texts
+    from .format import numbered_citations
     from .index import (
         IndexUpdate,
         StageProgress,
         build_index,
         default_storage_context,
+        delete_sources,
         html_files,
         load_index,
         page_files,
         read_page,
-        remove_documents,
         store_sources,
         update_index,
     )
@@ -38,17 +39,18 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(["SourceDocuments", "page_html", "source_text"], "._source"),
     **dict.fromkeys(["DEFAULT_MODEL", "default_embeddings", "embed_texts"], ".embedding"),
+    "numbered_citations": ".format",
     **dict.fromkeys(
         [
             "IndexUpdate",
             "StageProgress",
             "build_index",
             "default_storage_context",
+            "delete_sources",
             "html_files",
             "load_index",
             "page_files",
             "read_page",
-            "remove_documents",
             "store_sources",
             "update_index",
         ],
@@ -83,13 +85,14 @@ __all__ = [
     "citations_of",
     "default_embeddings",
     "default_storage_context",
+    "delete_sources",
     "embed_texts",
     "html_files",
     "load_index",
+    "numbered_citations",
     "page_files",
     "page_html",
     "read_page",
-    "remove_documents",
     "source_text",
     "spire_file_extractor",
     "store_sources",

@@ -364,8 +364,10 @@ def _replace_page(index: VectorStoreIndex, doc: Document, nodes: Sequence[BaseNo
             store_sources(docstore, [doc])
 
 
-def remove_documents(index: VectorStoreIndex, doc_ids: Iterable[str]) -> list[str]:
-    """Delete pages (their nodes and their stored source); returns the ids that were present."""
+def delete_sources(index: VectorStoreIndex, doc_ids: Iterable[str]) -> list[str]:
+    """Delete pages (their nodes and their stored source); returns the ids that were present.
+
+    LangChain's ``retriever.delete_sources(ids)`` is the same operation (one name per concept)."""
     removed = []
     for doc_id in doc_ids:
         if index.docstore.document_exists(doc_id) or index.docstore.get_ref_doc_info(doc_id) is not None:

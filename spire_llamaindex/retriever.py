@@ -54,6 +54,7 @@ from spire_core.size import SizeFn
 
 from ._search import Ranking, SearchOptions
 from ._source import SourceDocuments, log
+from .format import cited_sources
 from .index import as_page, build_index, update_index
 from .parser import SpireNodeParser
 
@@ -270,6 +271,18 @@ class SpireRetriever(BaseRetriever):
         from llama_index.core.query_engine import RetrieverQueryEngine
 
         return RetrieverQueryEngine.from_args(self, llm=llm, **kwargs)
+
+    def format_citations(self, nodes: Sequence[NodeWithScore | BaseNode]) -> str:
+        """The sources block of a prompt for this retriever's results: each page once, ``[n]`` markers inside.
+
+        ``[n]`` after a sentence is ``numbered_citations(nodes)[n - 1]``; the text (markers and
+        ``Source:`` lines included) costs at most ``budget`` under ``size``, so what is sent is what
+        the budget paid for (the weakest citations are left out when the markers would not fit).
+        The same as ``spire_langchain``'s ``format_citations`` and what ``spire query`` prints.
+        """
+        return cited_sources(
+            nodes, self.sources, budget=self.budget, size=self.size, policy=self.policy, fmt=self.fmt
+        ).text
 
     # -- the store search ----------------------------------------------------------------
     def _store_search(self, bundle: QueryBundle, run: Bridge | None = None) -> StoreSearch:

@@ -72,6 +72,15 @@ def test_query_prints_citations(example_store: Path, capsys: pytest.CaptureFixtu
     assert used and int(used.group(1)) <= 400
 
 
+def test_query_prints_the_adapters_format_citations(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from spire_app import load_store
+
+    retriever = load_store(example_store).retriever(budget=400)
+    sources = retriever.format_citations(retriever.retrieve(QUESTION))
+    code, out, _ = run(capsys, "query", "--store", example_store, QUESTION, "--budget", "400")
+    assert code == 0 and PHRASE in sources and f"\n\n{sources}\n\ncitations (paste an id" in out
+
+
 def test_store_reloaded_in_a_new_process(example_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     here = query_json(capsys, example_store)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}

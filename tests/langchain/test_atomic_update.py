@@ -107,7 +107,7 @@ def test_queries_during_add_documents_see_the_old_page_or_the_new_one(keyword_em
 def test_a_parse_overlapping_add_documents_is_not_served_after_it(keyword_embeddings: KeywordEmbeddings) -> None:
     """M7: a query's parse of the old page, still running when the page is replaced, is not cached."""
     retriever = SpireRetriever.from_documents([Document(page_content=OLD, id=PAGE)], keyword_embeddings)
-    cache = retriever.documents
+    cache = retriever.sources
     cache.invalidate(PAGE)  # parsed by the BM25 build; the query below parses it again
     real, started, release = cache.load, threading.Event(), threading.Event()
 

@@ -53,8 +53,8 @@ def small() -> SpireRetriever:
 def test_is_a_document_compressor(small: SpireRetriever) -> None:
     flt = SpireEvidenceFilter(FakeListChatModel(responses=["[]"]), small)
     assert isinstance(flt, BaseDocumentCompressor)
-    assert flt.documents is small.documents  # parsed pages are shared, not parsed again
-    with pytest.raises(ValueError, match="needs documents"):
+    assert flt.sources is small.sources  # parsed pages are shared, not parsed again
+    with pytest.raises(ValueError, match="needs sources"):
         SpireEvidenceFilter(llm=FakeListChatModel(responses=["[]"]))
 
 
@@ -74,7 +74,7 @@ def test_chat_model_over_http_keeps_only_the_answer(example_index: SpireRetrieve
     assert doc.metadata["title"] == "postgresql-wal"
     [citation] = citations_of(doc)
     assert "30 seconds and one day" in citation.text and "checkpoint_timeout" in citation.text
-    page = example_index.documents("postgresql-wal.html")
+    page = example_index.sources("postgresql-wal.html")
     assert citation.text == render(page, global_context(page, citation.paths))
     assert decode_paths(doc.metadata["spire_seeds"]) == citation.paths
     assert doc.page_content == render(page, decode_paths(doc.metadata["spire_paths"]))
@@ -139,7 +139,7 @@ def test_fake_chat_model_with_code_fence_and_prose(small: SpireRetriever) -> Non
     docs = small.invoke("brewing tea coffee minutes")
     flt = SpireEvidenceFilter(FakeListChatModel(responses=["[]"]), small)
     results = flt._results(docs)
-    prompt = build_prompt("espresso time and dose", build_views(results, small.documents))
+    prompt = build_prompt("espresso time and dose", build_views(results, small.sources))
     labels = [label_of(prompt, "25 to 30 seconds"), label_of(prompt, "60 grams")]
     answer = f'Sure! The passages are:\n```json\n["{labels[0]}", "{labels[1]}"]\n```\nHope this helps.'
     model = FakeListChatModel(responses=[answer])
@@ -165,7 +165,7 @@ def test_docstore_backed_filter_agrees_with_the_shared_cache(small: SpireRetriev
     docs = small.invoke("brewing tea coffee minutes")
     shared = SpireEvidenceFilter(chooser("steep for 2 minutes"), small)
     own = SpireEvidenceFilter(llm=chooser("steep for 2 minutes"), docstore=small.docstore)
-    assert own.documents is None
+    assert own.sources is None
     a = shared.compress_documents(docs, "green tea")
     b = own.compress_documents(docs, "green tea")
     assert [(d.page_content, d.metadata) for d in a] == [(d.page_content, d.metadata) for d in b]

@@ -29,7 +29,7 @@ def _check(retriever: SpireRetriever, docs: list[Document]) -> None:
     assert citation.doc_id == "postgresql-wal.html"
     assert "checkpoint_timeout" in citation.text  # the definition-list term is the sentence's context
     # identity travels: the citation's paths, with their global context, render to its text
-    page = retriever.documents(citation.doc_id)
+    page = retriever.sources(citation.doc_id)
     assert render(page, own_paths(page, citation.paths)) == citation.text
     best = docs[0]
     assert best.metadata["spire_doc_id"] == "postgresql-wal.html"

@@ -30,7 +30,7 @@ def test_one_document_per_page_with_citations(retriever: SpireRetriever) -> None
     assert "spire_ids" not in docs[0].metadata
     assert len({d.metadata["spire_doc_id"] for d in docs}) == len(docs)
     for doc in docs:
-        page = retriever.documents(doc.metadata["spire_doc_id"])
+        page = retriever.sources(doc.metadata["spire_doc_id"])
         paths = decode_paths(doc.metadata["spire_paths"])
         seeds = decode_paths(doc.metadata["spire_seeds"])
         assert seeds <= paths
@@ -176,7 +176,7 @@ def test_foreign_and_stale_entries_are_skipped_loudly(
 
 
 def test_pages_are_parsed_once(retriever: SpireRetriever) -> None:
-    cache = retriever.documents
+    cache = retriever.sources
     assert all(cache.cached(page) for page in SMALL_PAGES)  # parsed once already, by the BM25 build
     for page in SMALL_PAGES:
         cache.invalidate(page)
@@ -228,7 +228,7 @@ def test_upsert_replaces_a_changed_page(keyword_embeddings: KeywordEmbeddings, s
     assert tea and "Oolong" in tea[0].page_content and "Black tea" not in tea[0].page_content
     assert tea[0].metadata["v"] == 2
     assert all("Black tea" not in c.text for d in docs for c in citations_of(d))
-    retriever.delete_sources(["tea.html"])
+    assert retriever.delete_sources(["tea.html", "nowhere.html"]) == ["tea.html"]  # the pages that were there
     assert not retriever.vectorstore.get_by_ids(added)
     assert "tea.html" not in {d.metadata["spire_doc_id"] for d in retriever.invoke("oolong tea")}
 

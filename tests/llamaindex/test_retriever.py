@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import MetadataMode, QueryBundle
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from spire_app import Store
-from spire_core import approx_tokens, decode_paths
-from spire_llamaindex import MissingSourceError, SpireRetriever, citations_of, subdocument_of
+from spire_core import Citation, approx_tokens, decode_paths
+from spire_llamaindex import MissingSourceError, SpireRetriever, citations_of, numbered_citations, subdocument_of
 
 from .conftest import QUESTION
 
@@ -93,3 +94,23 @@ def test_missing_sources_are_logged_then_raised(example: Store, caplog: pytest.L
         nodes = SpireRetriever(example.index, partial, first_k=5000, max_rounds=1).retrieve(QUESTION)
     assert nodes and {n.node.metadata["spire_doc_id"] for n in nodes} == {"python-json.html"}
     assert any("source pages missing" in r.getMessage() for r in caplog.records)
+
+
+def test_format_citations_marks_what_numbered_citations_lists(example: Store) -> None:
+    retriever = example.retriever(budget=400)
+    nodes = retriever.retrieve(QUESTION)
+    numbered = numbered_citations(nodes)
+    text = retriever.format_citations(nodes)
+    assert text.startswith("Source: postgresql-wal.html\n") and text.count("Source: postgresql-wal.html") == 1
+    assert approx_tokens(text) <= 400  # markers and Source lines included
+    # [1] is the strongest named citation: the answer, marked right after its sentence
+    assert "30 seconds and one day" in numbered[0].text
+    assert "The valid range is between 30 seconds and one day." in text.split(" [1]")[0].splitlines()[-1]
+    shown = {int(n) for n in re.findall(r" \[(\d+)\]", text)}
+    assert shown == set(range(1, max(shown) + 1)) and max(shown) <= len(numbered)
+    for n in shown:
+        assert f"Source: {numbered[n - 1].doc_id}" in text
+    plain = NodeWithScore(node=TextNode(id_="x", text="no SPIRE metadata here"))
+    assert numbered_citations([plain]) == [Citation("x", frozenset(), "no SPIRE metadata here")]
+    with pytest.raises(ValueError, match="not a SPIRE result"):
+        retriever.format_citations([plain])

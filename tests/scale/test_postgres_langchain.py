@@ -75,7 +75,7 @@ def test_index_query_update_delete(postgres_uri: str, embeddings: Embeddings) ->
 
     # a deleted page leaves neither sentences nor source
     remover = postgres_retriever(postgres_uri, embeddings, table=TABLE)
-    remover.delete_sources([JSON])
+    assert remover.delete_sources([JSON]) == [JSON]
     assert units_of(postgres_uri, JSON) == 0
     assert remover.docstore.mget([JSON]) == [None]
     assert all(d.metadata["source"] != JSON for d in ask("How do I serialize an object to a JSON formatted string?"))

@@ -8,7 +8,7 @@ import psycopg2
 import pytest
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from spire_llamaindex import SpireRetriever, read_page, remove_documents, update_index
+from spire_llamaindex import SpireRetriever, delete_sources, read_page, update_index
 from spire_llamaindex.postgres import postgres_index
 
 from .conftest import EXAMPLE_PAGES, MANUAL_PAGES, Memo
@@ -77,7 +77,7 @@ def test_index_query_update_delete(postgres_uri: str, embed_model: BaseEmbedding
 
     # a deleted page leaves neither units nor source
     index = postgres_index(postgres_uri, table=TABLE, embed_model=embed_model)
-    assert remove_documents(index, [JSON]) == [JSON]
+    assert delete_sources(index, [JSON]) == [JSON]
     assert units_of(postgres_uri, JSON) == 0
     assert not index.docstore.document_exists(JSON)
     assert all(sub.doc_id != JSON for sub in ask("How do I serialize an object to a JSON formatted string?"))
