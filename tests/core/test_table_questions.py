@@ -233,6 +233,22 @@ def test_extremes_of_the_named_column_come_first_when_it_does_not_fit(question: 
     _well_formed(view.text)
 
 
+def test_extremes_of_the_named_column_are_not_crowded_out_by_admitted_rows(docs: dict[str, Document]) -> None:
+    """The ranking admitted a dozen rows (none the extreme one) and the view fits a few: the row
+    with the most points still comes before the admitted rows, the row the question names first."""
+    race = {s.own_text: s for s in seeds(docs["race"])}
+    top = POINTS.index(max(POINTS))
+    admitted = [k for k in range(len(NAMES)) if k not in (top, POINTS.index(min(POINTS)))][:12]
+    hits = [Hit("race", race[f"Rider {NAMES[k]}"].paths, 0.9 - 0.01 * n) for n, k in enumerate(admitted)]
+    results = aggregate(hits, documents=docs, budget=BUDGET)
+    question = f"Did Rider {NAMES[admitted[-1]]} score the most points?"
+    view = _race(table_views(question, results, docs, budget=BUDGET, share=0.15)).citations[-1]
+    delivered = [row for row in range(len(NAMES)) if _cell_paths(docs["race"], row, 3) <= view.paths]
+    assert len(delivered) < len(admitted)  # the view cannot hold every admitted row
+    assert top in delivered and admitted[-1] in delivered
+    _well_formed(view.text)
+
+
 def test_a_table_the_question_names_gets_a_view_without_admitted_cells(docs: dict[str, Document]) -> None:
     prose = next(s for s in seeds(docs["race"]) if s.own_text.startswith("The race climbs"))
     results = aggregate([Hit("race", prose.paths, 0.9)], documents=docs, budget=BUDGET)
