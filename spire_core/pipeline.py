@@ -35,7 +35,7 @@ from spire_core.query.fusion import fused_search
 from spire_core.query.lexical import fusion_weight
 from spire_core.query.passages import PassageHit, sentence_search
 from spire_core.query.references import Resolver, cite_references
-from spire_core.query.strength import Signals, rank_evidence
+from spire_core.query.strength import LEXICAL_WEIGHT, Signals, rank_evidence
 from spire_core.query.table_views import table_views
 from spire_core.results.schema import filter_report, members_of, subdocuments, unit_of
 from spire_core.values import Documents, Hit, Search, Subdocument, document_lookup
@@ -124,7 +124,8 @@ def run_query(
     offered right after it (:class:`~spire_core.query.references.Resolver`): a page ``documents``
     lacks, or an anchor gone from its page, is reported on the reference, never guessed at."""
     lookup = document_lookup(documents)
-    signals = Signals(fused=lexical is not None)
+    weight = fusion_weight(query)  # the lexical ranking's, in the fusion and in each citation's strength
+    signals = Signals(fused=lexical is not None, lexical_weight=LEXICAL_WEIGHT * weight)
 
     def scored_passages(n: int) -> Sequence[PassageHit]:
         found = passages(n)
@@ -139,7 +140,7 @@ def run_query(
 
     hits = sentence_search(scored_passages, query=query, documents=lookup, order="overlap")
     if lexical is not None:
-        hits = fused_search(hits, scored_lexical, shared_ties=True, weights=(1.0, fusion_weight(query)))
+        hits = fused_search(hits, scored_lexical, shared_ties=True, weights=(1.0, weight))
     if options.max_pages is not None:
         hits = first_pages(hits, options.max_pages)
     resolver = Resolver(lookup) if options.resolve_refs else None

@@ -9,9 +9,11 @@ table views, for what a reader sees first:
   its own global context (a passage's sentences read together: a parameter's description,
   then "The default is five minutes."). A table view, a followed reference and a sentence
   found by the lexical ranking alone stay citations of their own.
-- **Each citation's strength** is in [0, 1]: ``(dense + LEXICAL_WEIGHT * lexical) / (1 +
-  LEXICAL_WEIGHT)``, where ``dense`` is its passage's similarity to the question (cosine,
-  below 0 read as 0) and ``lexical`` its best sentence's BM25 score over the question's best
+- **Each citation's strength** is in [0, 1]: ``(dense + w * lexical) / (1 + w)``, ``w`` the
+  :data:`LEXICAL_WEIGHT` (scaled as the fusion scales the lexical ranking for a question in
+  Han, kana or Hangul: :attr:`Signals.lexical_weight`), where ``dense`` is its passage's
+  similarity to the question (cosine, below 0 read as 0) and ``lexical`` its best sentence's
+  BM25 score over the question's best
   (:class:`Signals`; 1 for the sentence naming the question's rare words best; without a
   lexical ranking, ``dense`` alone: the same scale). A table view (ranked among the views
   by :func:`~spire_core.query.table_views.table_views`: what the question names in its
@@ -62,6 +64,11 @@ class Signals:
     fused: bool = True
     #: the best lexical score recorded
     top: float = 0.0
+    #: how much the lexical match counts against the passage's similarity: :data:`LEXICAL_WEIGHT`
+    #: times the question's weight in the rank fusion (more for a question in Han, kana or Hangul,
+    #: which the packaged English-trained model reads poorly:
+    #: :func:`~spire_core.query.lexical.fusion_weight`)
+    lexical_weight: float = LEXICAL_WEIGHT
 
     def record_passages(self, hits: Sequence[PassageHit]) -> None:
         """Note each passage hit's members and similarity."""
@@ -87,7 +94,8 @@ class Signals:
                 lexical = max(lexical, self.lexical.get((doc_id, m), 0.0) / top)
         if not self.fused:
             return min(dense, 1.0)
-        return (min(dense, 1.0) + LEXICAL_WEIGHT * min(lexical, 1.0)) / (1.0 + LEXICAL_WEIGHT)
+        weight = self.lexical_weight
+        return (min(dense, 1.0) + weight * min(lexical, 1.0)) / (1.0 + weight)
 
 
 def rank_evidence(

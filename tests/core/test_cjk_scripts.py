@@ -118,3 +118,23 @@ def test_a_japanese_answer_the_dense_ranking_puts_last_is_delivered_within_budge
     if budget == 80:
         monkeypatch.setattr(pipeline, "fusion_weight", lambda query: 1.0)
         assert "F1 キー" not in delivered()  # what the weight is for
+
+
+def test_a_japanese_answer_the_dense_ranking_puts_last_is_cited_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same question: its lexical match counts in each citation's strength as much more as it
+    counts in the fusion, so the sentence the lexical ranking found is the first citation (with
+    the English weight, the passages the model ranked first outrank it: similarities falling
+    from 0.9 to 0.34, as the packaged model's do on Japanese)."""
+    doc = parse_html(PAGE, doc_id="xcos.html")
+    ranked = [PassageHit("xcos.html", p.members, 0.9 - i * 0.08) for i, p in enumerate(passages(doc))]
+    index = LexicalIndex()
+    index.add_document(doc)
+    question = "ヘルプブラウザを開くキーは何ですか"
+
+    def first() -> str:
+        results = run_query(question, lambda n: ranked[:n], {"xcos.html": doc}, QueryOptions(), lexical=index.hits)
+        return max((c for r in results for c in r.citations), key=lambda c: c.score or 0.0).text
+
+    assert "F1 キーを押すとヘルプブラウザが開きます。" in first()
+    monkeypatch.setattr(pipeline, "fusion_weight", lambda query: 1.0)
+    assert "F1 キー" not in first()
