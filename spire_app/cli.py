@@ -493,8 +493,9 @@ def _print_sources(nodes: list[NodeWithScore], retriever: Any, budget: int) -> N
     from spire_llamaindex import subdocument_of
 
     subs = [s for s in (subdocument_of(n) for n in nodes) if s is not None and s.citations]
+    options = retriever.options
     view = cite_sources(
-        subs, retriever.sources, budget=budget, size=retriever.size, policy=retriever.policy, fmt=retriever.fmt
+        subs, retriever.sources, budget=budget, size=options.size, policy=options.policy, fmt=options.fmt
     )
     print(f"{len(subs)} page(s), {len(view.shown)} citation(s), {view.cost} of {budget} tokens\n")
     print(view.text)

@@ -128,7 +128,7 @@ def payload_of(question: str, budget: int, nodes: list[NodeWithScore], report: d
 def query_payload(retriever: SpireRetriever, question: str, *, llm: LLM | None = None) -> dict[str, Any]:
     """:func:`payload_of` the answer to ``question``: the JSON of ``spire query --json``."""
     nodes, report = query_nodes(retriever, question, llm=llm)
-    return payload_of(question, retriever.budget, nodes, report)
+    return payload_of(question, retriever.options.budget, nodes, report)
 
 
 def citation_of(key: str) -> Citation:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spire_core import HTML, NONE, SpireError
+from spire_core.options import QueryOptions
 from spire_core.query.lexical import INDEX_FILE, LexicalIndex, Lexicon
 from spire_llamaindex import DEFAULT_MODEL, default_embeddings
 
@@ -178,10 +179,11 @@ class Store:
     def retriever(self, **options: Any) -> SpireRetriever:
         """A :class:`~spire_llamaindex.SpireRetriever` over this store, rendering as its parser does
         (its BM25 index starts from the one saved with the store); ``options`` are the retriever's
-        (``budget``, ``max_citations``, ``cache_size``, ...)."""
+        (``options=QueryOptions(...)``, ``budget``, ``max_citations``, ``cache_size``, ...)."""
         from spire_llamaindex import SpireRetriever
 
-        retriever = SpireRetriever(self.index, **{"policy": self.parser.policy, "fmt": self.parser.fmt, **options})
+        base = options.pop("options", None) or QueryOptions(policy=self.parser.policy, fmt=self.parser.fmt)
+        retriever = SpireRetriever(self.index, options=base, **options)
         if retriever.lexicon is not None and self.lexical is not None:
             retriever.lexicon.restore(self.lexical)
         return retriever

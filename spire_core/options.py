@@ -10,8 +10,8 @@ evidence everywhere. :class:`QueryOptions` is the one object holding every query
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from spire_core.context import HTML, Policy
@@ -163,8 +163,18 @@ class QueryOptions:
         return widest(self.first_k, self.max_rounds)
 
     def but(self, **changes: Any) -> QueryOptions:
-        """These options with ``changes`` (e.g. a per-call ``budget``)."""
+        """These options with ``changes`` (e.g. a per-call ``budget``; None leaves a field as it is)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def overridden(self, where: str, overrides: Mapping[str, Any]) -> QueryOptions:
+        """These options with an entry point's keyword ``overrides`` (None is a value: no limit):
+        a name that is no field raises ``TypeError`` naming ``where`` and the closest field."""
+        check_options(where, overrides, OPTION_NAMES)
+        return replace(self, **overrides)
+
+
+#: the fields of :class:`QueryOptions`: the keyword options every entry point takes
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(QueryOptions))
 
 
 def check_options(where: str, given: Iterable[str], known: Iterable[str]) -> None:

@@ -81,10 +81,12 @@ class PageIndexing:
         and ``collection_name`` for PGVector); ``id_namespace`` defaults to their
         ``collection_name``. ``show_progress`` shows a bar while the units are embedded.
         ``embeddings`` defaults to :func:`default_embeddings`; ``policy`` and ``fmt`` to the
-        transformer's; ``options`` are the retriever's fields (``budget``, ``k``, ``search_type``,
-        ``max_citations``, ...): an unknown one raises ``TypeError`` before anything is embedded.
+        transformer's (or to ``options=QueryOptions(...)``'s); ``options`` are the retriever's
+        fields (``budget``, ``k``, ``search_type``, ``max_citations``, ...), ``options=`` among
+        them: an unknown one raises ``TypeError`` before anything is embedded.
         """
-        check_options(f"{cls.__name__}.from_documents", options, [*cls.model_fields, "policy", "fmt", "id_namespace"])
+        known = [*cls.model_fields, "options", "policy", "fmt", "id_namespace"]
+        check_options(f"{cls.__name__}.from_documents", options, known)
         store_kwargs = dict(vectorstore_kwargs or {})
         namespace = id_namespace if id_namespace is not None else str(store_kwargs.get("collection_name", ""))
         transformer = _namespaced(transformer or SpireTransformer(), namespace)
@@ -97,10 +99,8 @@ class PageIndexing:
             vectorstore=vectorstore,
             docstore=store,
             transformer=transformer,
-            policy=transformer.policy if policy is None else policy,
-            fmt=transformer.fmt if fmt is None else fmt,
             id_namespace=namespace,
-            **{"search_kwargs": {}, **options},
+            **{"search_kwargs": {}, **_rendering(transformer, options, policy, fmt), **options},
         )
         if retriever.lexical:
             retriever._lexicon.refresh()  # built now, not at the first question
@@ -359,3 +359,13 @@ def _record(page: LCDocument, pieces: Sequence[LCDocument]) -> LCDocument:
     return LCDocument(
         id=page.id, page_content=page.page_content, metadata={**page.metadata, UNIT_IDS: [p.id for p in pieces]}
     )
+
+
+def _rendering(
+    transformer: SpireTransformer, options: Mapping[str, Any], policy: Policy | None, fmt: Fmt | None
+) -> dict[str, Any]:
+    """The ``policy`` and ``fmt`` a new retriever takes: those given, else an ``options=`` object's,
+    else the transformer's (what its units were rendered with)."""
+    out = {} if "options" in options else {"policy": transformer.policy, "fmt": transformer.fmt}
+    out.update({k: v for k, v in (("policy", policy), ("fmt", fmt)) if v is not None})
+    return out

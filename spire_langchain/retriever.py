@@ -26,6 +26,7 @@ from spire_core.options import (
     DEFAULT_RELATIVE_SCORE,
     DEFAULT_RESOLVE_REFS,
     DEFAULT_SIZE,
+    OPTION_NAMES,
     Fmt,
     QueryOptions,
     check_options,
@@ -133,11 +134,20 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     @model_validator(mode="before")
     @classmethod
     def _known_fields(cls, data: Any) -> Any:
-        """A field no retriever has (a typo such as ``budgt=``) raises ``TypeError``, as a misspelt
-        keyword does, instead of being ignored."""
-        if isinstance(data, Mapping):
-            check_options(cls.__name__, data, cls.model_fields)
-        return data
+        """``options=QueryOptions(...)`` sets the option fields not given by name (its ``max_pages``
+        is ``k``); a field no retriever has (a typo such as ``budgt=``) raises ``TypeError``, as a
+        misspelt keyword does, instead of being ignored."""
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        base = data.pop("options", None)
+        check_options(cls.__name__, data, cls.model_fields)
+        if base is None:
+            return data
+        if not isinstance(base, QueryOptions):
+            raise TypeError(f"{cls.__name__}: options must be a QueryOptions, not {type(base).__name__}")
+        given = {("k" if name == "max_pages" else name): getattr(base, name) for name in OPTION_NAMES}
+        return {**given, **data}
 
     def model_post_init(self, context: Any, /) -> None:
         self._documents = DocumentCache(page_loader(self.docstore), maxsize=self.cache_size)

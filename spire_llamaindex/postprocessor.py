@@ -60,9 +60,9 @@ class SpireEvidenceFilter(BaseNodePostprocessor):
     ) -> None:
         """``size``, ``policy`` and ``fmt`` default to the retriever's when ``source`` is one."""
         if isinstance(source, SpireRetriever):
-            size = source.size if size is None else size
-            policy = source.policy if policy is None else policy
-            fmt = source.fmt if fmt is None else fmt
+            size = source.options.size if size is None else size
+            policy = source.options.policy if policy is None else policy
+            fmt = source.options.fmt if fmt is None else fmt
         fields: dict[str, Any] = {
             "llm": llm,
             "sources": as_sources(source),

@@ -23,23 +23,9 @@ from llama_index.core.schema import (
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from spire_core import HTML, Citation, Policy, SpireError, Subdocument, from_metadata, to_metadata
+from spire_core import Citation, SpireError, Subdocument, from_metadata, to_metadata
 from spire_core.errors import NotSpireIndexError
-from spire_core.options import (
-    DEFAULT_BUDGET,
-    DEFAULT_FILL,
-    DEFAULT_FIRST_K,
-    DEFAULT_MAX_CITATIONS,
-    DEFAULT_MAX_ROUNDS,
-    DEFAULT_MIN_SCORE,
-    DEFAULT_RELATIVE_SCORE,
-    DEFAULT_RESOLVE_REFS,
-    DEFAULT_SIZE,
-    Fmt,
-    OnPageError,
-    QueryOptions,
-    check_options,
-)
+from spire_core.options import OPTION_NAMES, OnPageError, QueryOptions, check_options
 from spire_core.pipeline import (
     Bridge,
     StoreHit,
@@ -50,7 +36,6 @@ from spire_core.pipeline import (
     store_search,
 )
 from spire_core.results.schema import DOC_ID, SPIRE_KEYS, citations_from, result_id, user_metadata
-from spire_core.size import SizeFn
 
 from ._search import Ranking, SearchOptions
 from ._source import SourceDocuments, log
@@ -152,45 +137,26 @@ class SpireRetriever(BaseRetriever):
         index: SentenceSearch,
         docstore: BaseDocumentStore | SourceDocuments | None = None,
         *,
-        budget: int = DEFAULT_BUDGET,
-        size: SizeFn = DEFAULT_SIZE,
-        policy: Policy = HTML,
-        fmt: Fmt = "markdown",
-        first_k: int = DEFAULT_FIRST_K,
-        max_rounds: int = DEFAULT_MAX_ROUNDS,
-        fill: float = DEFAULT_FILL,
-        tables: bool = True,
+        options: QueryOptions | None = None,
         filters: MetadataFilters | None = None,
         search_kwargs: dict[str, Any] | None = None,
         lexical: bool = True,
-        resolve_refs: bool = DEFAULT_RESOLVE_REFS,
-        max_citations: int | None = DEFAULT_MAX_CITATIONS,
-        min_score: float = DEFAULT_MIN_SCORE,
-        relative_score: float = DEFAULT_RELATIVE_SCORE,
         cache_size: int = 64,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        **overrides: Any,
     ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         search_kwargs = dict(search_kwargs or {})
         top_k = search_kwargs.pop("similarity_top_k", None)
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k <= 0):
             raise ValueError(f"similarity_top_k must be a positive integer, not {top_k!r}")
-        self.options = QueryOptions(
-            budget=budget,
-            size=size,
-            policy=policy,
-            fmt=fmt,
-            first_k=first_k,
-            max_rounds=max_rounds,
-            fill=fill,
-            tables=tables,
-            resolve_refs=resolve_refs,
-            max_pages=top_k,
-            max_citations=max_citations,
-            min_score=min_score,
-            relative_score=relative_score,
-        )
+        if top_k is not None:
+            overrides = {"max_pages": top_k, **overrides}
+        #: what each query delivers (:class:`spire_core.options.QueryOptions`): ``options`` with the
+        #: keyword ``overrides`` (``budget=``, ``max_citations=``, ...: every field by its name)
+        self.options = (options or QueryOptions()).overridden("SpireRetriever", overrides)
+        policy = self.options.policy
         if docstore is None:
             if not isinstance(index, VectorStoreIndex):
                 raise TypeError("give the docstore that holds the source pages")
@@ -210,20 +176,6 @@ class SpireRetriever(BaseRetriever):
         #: BM25 over every sentence of the stored pages, fused with the vector ranking (``lexical=False``: off)
         self.lexicon = self.sources.lexicon(policy) if lexical and not filters else None
 
-    # the options by name, as on the LangChain retriever (one vocabulary)
-    budget = property(lambda self: self.options.budget)
-    size = property(lambda self: self.options.size)
-    policy = property(lambda self: self.options.policy)
-    fmt = property(lambda self: self.options.fmt)
-    first_k = property(lambda self: self.options.first_k)
-    max_rounds = property(lambda self: self.options.max_rounds)
-    fill = property(lambda self: self.options.fill)
-    tables = property(lambda self: self.options.tables)
-    resolve_refs = property(lambda self: self.options.resolve_refs)
-    max_citations = property(lambda self: self.options.max_citations)
-    min_score = property(lambda self: self.options.min_score)
-    relative_score = property(lambda self: self.options.relative_score)
-
     # -- construction ------------------------------------------------------------------
     @classmethod
     def from_documents(
@@ -235,14 +187,13 @@ class SpireRetriever(BaseRetriever):
         parser: SpireNodeParser | None = None,
         show_progress: bool = False,
         errors: OnPageError = "skip",
-        policy: Policy | None = None,
-        fmt: Fmt | None = None,
         **options: Any,
     ) -> SpireRetriever:
         """Parse ``documents`` (HTML or Markdown pages), embed their units (the packaged model by
-        default), store the pages; ``options`` are the retriever's. ``policy`` and ``fmt`` default
-        to the parser's. A page that cannot be read (a binary file named ``.html``, a page over
-        the size limit) is logged with its id and reason and left out (``errors="raise"`` raises).
+        default), store the pages; ``options`` are the retriever's (``options=QueryOptions(...)``
+        and keyword overrides; ``policy`` and ``fmt`` default to the parser's). A page that
+        cannot be read (a binary file named ``.html``, a page over the size limit) is logged
+        with its id and reason and left out (``errors="raise"`` raises).
         ``documents`` are nodes (``Document``), file paths or page texts, as ``spire_langchain``'s
         (:func:`spire_llamaindex.index.as_page`). An unknown option raises ``TypeError`` before
         anything is read or embedded."""
@@ -255,12 +206,8 @@ class SpireRetriever(BaseRetriever):
             source = next((d for d in pages if d.node_id == page), None)
             where = source.metadata.get("file_path") if source is not None else None
             log.error("page %r%s left out: %s", page, f" ({where})" if where else "", reason)
-        retriever = cls(
-            index,
-            policy=parser.policy if policy is None else policy,
-            fmt=parser.fmt if fmt is None else fmt,
-            **options,
-        )
+        base = options.pop("options", None) or QueryOptions(policy=parser.policy, fmt=parser.fmt)
+        retriever = cls(index, options=base, **options)
         if retriever.lexicon is not None:
             retriever.lexicon.refresh()  # built now, not at the first question
         return retriever
@@ -281,7 +228,12 @@ class SpireRetriever(BaseRetriever):
         The same as ``spire_langchain``'s ``format_citations`` and what ``spire query`` prints.
         """
         return cited_sources(
-            nodes, self.sources, budget=self.budget, size=self.size, policy=self.policy, fmt=self.fmt
+            nodes,
+            self.sources,
+            budget=self.options.budget,
+            size=self.options.size,
+            policy=self.options.policy,
+            fmt=self.options.fmt,
         ).text
 
     # -- the store search ----------------------------------------------------------------
@@ -370,10 +322,10 @@ def _store_hit(node: NodeWithScore) -> StoreHit:
 def _check_options(options: dict[str, Any]) -> None:
     """Raise ``TypeError`` naming the options :meth:`SpireRetriever.from_documents` does not know (a
     typo such as ``budgt=``) and the ones it does, before any page is read or embedded."""
-    own = inspect.signature(SpireRetriever.from_documents).parameters
-    known = [p for p in inspect.signature(SpireRetriever.__init__).parameters if p not in ("self", "index", "docstore")]
-    extra = [p for p in own if p not in ("cls", "documents", "options")]
-    check_options("SpireRetriever.from_documents", options, [*known, *extra])
+    own = [p for p in inspect.signature(SpireRetriever.from_documents).parameters if p not in ("documents", "options")]
+    init = inspect.signature(SpireRetriever.__init__).parameters
+    known = [p for p in init if p not in ("self", "index", "docstore", "overrides")]
+    check_options("SpireRetriever.from_documents", options, [*known, *own, *OPTION_NAMES])
 
 
 def _check_spire_nodes(index: SentenceSearch, sample: int = 8) -> bool:

@@ -140,13 +140,17 @@ def _entry_points(llama_index: Any, langchain_retriever: Any, tmp_path: Path) ->
     lc = spire_langchain.SpireRetriever
     lc_fields = {k: getattr(langchain_retriever, k) for k in ("vectorstore", "docstore", "transformer")}
     return {
-        "llamaindex SpireRetriever": lambda n, v: li(llama_index, **_llamaindex(n, v)),
-        "llamaindex from_documents": lambda n, v: li.from_documents(
-            [PAGE], embed_model=CountingEmbedding(), **_llamaindex(n, v)
+        "llamaindex SpireRetriever": lambda n, v, **kw: li(llama_index, **_llamaindex(n, v), **kw),
+        "llamaindex from_documents": lambda n, v, **kw: li.from_documents(
+            [PAGE], embed_model=CountingEmbedding(), **_llamaindex(n, v), **kw
         ),
-        "llamaindex Store.retriever": lambda n, v: _store(llama_index, tmp_path).retriever(**_llamaindex(n, v)),
-        "langchain SpireRetriever": lambda n, v: lc(**lc_fields, **_langchain(n, v)),
-        "langchain from_documents": lambda n, v: lc.from_documents([PAGE], CountingEmbeddings(), **_langchain(n, v)),
+        "llamaindex Store.retriever": lambda n, v, **kw: _store(llama_index, tmp_path).retriever(
+            **_llamaindex(n, v), **kw
+        ),
+        "langchain SpireRetriever": lambda n, v, **kw: lc(**lc_fields, **_langchain(n, v), **kw),
+        "langchain from_documents": lambda n, v, **kw: lc.from_documents(
+            [PAGE], CountingEmbeddings(), **_langchain(n, v), **kw
+        ),
         "serve QueryService.retriever": lambda n, v: QueryService(_store(llama_index, tmp_path)).retriever(**{n: v}),
     }
 
@@ -180,3 +184,15 @@ def test_misspelt_option_fails_before_any_embedding(
     with pytest.raises(TypeError, match="budgt"):
         make("budgt", 500)
     assert sum(CALLS.values()) == 0
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRY_POINTS if not e.startswith("serve")])
+def test_entry_point_takes_an_options_object_and_keyword_overrides(
+    entry: str, llama_index: Any, langchain_retriever: Any, tmp_path: Path
+) -> None:
+    """``options=QueryOptions(...)`` is the base and a keyword option overrides its field; every
+    other field keeps the object's value, None included (serve takes a request's overrides only)."""
+    make = _entry_points(llama_index, langchain_retriever, tmp_path)[entry]
+    base = QueryOptions(budget=777, fmt="text", max_citations=None, max_pages=3, policy=NONE)
+    retriever = make("first_k", 5, options=base)
+    assert retriever.options == dataclasses.replace(base, first_k=5)

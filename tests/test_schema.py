@@ -105,13 +105,14 @@ def test_both_adapters_share_one_option_vocabulary() -> None:
         return LIRetriever(lambda k: None, SimpleDocumentStore(), **options)  # type: ignore[arg-type]
 
     for retriever in (lc(), li()):
-        assert (retriever.budget, retriever.first_k, retriever.max_rounds, retriever.fill) == (
+        options = retriever.options
+        assert (options.budget, options.first_k, options.max_rounds, options.fill) == (
             DEFAULT_BUDGET,
             DEFAULT_FIRST_K,
             DEFAULT_MAX_ROUNDS,
             DEFAULT_FILL,
         )
-        assert retriever.size is DEFAULT_SIZE
+        assert options.size is DEFAULT_SIZE
     with pytest.raises(pydantic.ValidationError):
         lc(budget=0)
     with pytest.raises(BudgetError):
