@@ -15,8 +15,9 @@ insides: what the command does is the adapter's retrieval plus the store.
     spire_app.ray_ingest    ``ray_index`` (the ``[ray]`` extra): pages ingested on Ray into Postgres
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spire_runtime.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from .cli import main
@@ -33,12 +34,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_LAZY[name], __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

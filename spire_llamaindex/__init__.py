@@ -8,11 +8,11 @@ command, its store folder and ``spire serve`` are the product, :mod:`spire_app`,
 names exported here.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from spire_core import MissingSourceError
 from spire_core.results.schema import SPIRE_KEYS
+from spire_runtime.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from ._source import SourceDocuments, page_html, source_text
@@ -62,12 +62,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(_LAZY[name], __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [
