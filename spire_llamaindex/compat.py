@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core import Settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
+from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
+from llama_index.core.vector_stores.simple import SimpleVectorStore
 
 if TYPE_CHECKING:
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
@@ -26,6 +28,9 @@ CHECKED_ON: dict[str, tuple[str, str, str]] = {
     "index_embed_model": ("llama-index-core", "0.13.0", "0.14.25"),
     "chosen_embed_model": ("llama-index-core", "0.13.0", "0.14.25"),
     "sentence_transformer": ("llama-index-embeddings-huggingface", "0.6.0", "0.8.0"),
+    "kv_collections": ("llama-index-core", "0.13.0", "0.14.25"),
+    "kv_collection": ("llama-index-core", "0.13.0", "0.14.25"),
+    "vector_store_fs": ("llama-index-core", "0.13.0", "0.14.25"),
 }
 
 
@@ -61,3 +66,29 @@ def sentence_transformer(embed: HuggingFaceEmbedding) -> Any:
     (:func:`spire_runtime.model.pad_in_buckets`), which bounds the memory of a long indexing run.
     """
     return embed._model
+
+
+def kv_collections(store: SimpleKVStore) -> dict[str, Any]:
+    """The collections of ``store``, name -> mapping (``SimpleKVStore._collections_mappings``).
+
+    Why private: ``SimpleKVStore`` keeps its collections only in this member (``persist`` and
+    ``to_dict`` read it); :class:`~spire_llamaindex.json_files.PackedKVStore`, its subclass, writes
+    and copies them entry by entry."""
+    return store._collections_mappings
+
+
+def kv_collection(store: SimpleKVStore, collection: str) -> Any:
+    """The mapping of ``collection`` in ``store``, made with the store's mapping factory when new
+    (``SimpleKVStore._get_collection_mapping``).
+
+    Why private: the one place ``SimpleKVStore`` creates a collection; ``PackedKVStore`` makes its
+    own mapping type there, as ``SimpleKVStore`` does."""
+    return store._get_collection_mapping(collection)
+
+
+def vector_store_fs(store: SimpleVectorStore) -> Any:
+    """The filesystem ``store`` was given (``SimpleVectorStore._fs``), where its ``persist`` writes.
+
+    Why private: ``SimpleVectorStore`` keeps it only in this member;
+    :class:`~spire_llamaindex.array_store.ArrayVectorStore` persists to the same one."""
+    return store._fs

@@ -45,25 +45,6 @@ OWN: dict[tuple[str, str], str] = {
     ),
 }
 
-#: a framework base class's private members that a subclass of ours reads through ``self``, as
-#: (module name, member): (the base class, why). Not in a compat module: both modules are being
-#: moved into the product's package (issue 51, step 3), which is where they go behind a compat
-#: function; until then :func:`test_the_inherited_members_are_there` catches an upgrade that drops one.
-INHERITED: dict[tuple[str, str], tuple[str, str]] = {
-    ("json_files", "_collections_mappings"): (
-        "llama_index.core.storage.kvstore.simple_kvstore:SimpleKVStore",
-        "PackedKVStore persists and copies the collections SimpleKVStore keeps only in this member",
-    ),
-    ("json_files", "_get_collection_mapping"): (
-        "llama_index.core.storage.kvstore.simple_kvstore:SimpleKVStore",
-        "PackedKVStore creates a collection as SimpleKVStore does, with its own mapping type",
-    ),
-    ("array_store", "_fs"): (
-        "llama_index.core.vector_stores.simple:SimpleVectorStore",
-        "ArrayVectorStore.persist writes to the filesystem SimpleVectorStore was given, kept only in this member",
-    ),
-}
-
 
 def _sources() -> list[Path]:
     return sorted(f for p in PACKAGES if (ROOT / p).is_dir() for f in (ROOT / p).rglob("*.py"))
@@ -114,7 +95,7 @@ def test_no_private_framework_member_outside_the_compat_modules() -> None:
         for line, obj, member in _accesses(path):
             where = f"{path.relative_to(ROOT)}:{line}: {obj}.{member}"
             if obj in ("self", "cls"):
-                if member not in ours and (path.stem, member) not in INHERITED:  # a framework base class's
+                if member not in ours:  # a framework base class's
                     wrong.append(where)
             elif member not in ALLOWED and (path.stem, member) not in OWN:
                 wrong.append(where)
@@ -150,23 +131,6 @@ def test_the_allowed_own_members_are_ours_and_still_read() -> None:
     for module, member in OWN:
         assert member in ours, f"{member} is not defined by our code: it belongs in a compat module"
         assert (module, member) in read, f"OWN lists {module}.{member}, which nothing reads any more: remove it"
-
-
-@pytest.mark.parametrize(("module", "member"), sorted(INHERITED))
-def test_the_inherited_members_are_there(module: str, member: str) -> None:
-    """Each framework member of :data:`INHERITED` is still on its base class (a fresh instance) and
-    still read by our subclass."""
-    import importlib
-
-    where, _ = INHERITED[module, member]
-    module_name, _, class_name = where.partition(":")
-    base = getattr(importlib.import_module(module_name), class_name)
-    assert hasattr(base(), member), f"{class_name}.{member} is gone: {module}.py must not read it"
-    assert any(
-        path.stem == module and (obj, name) == ("self", member)
-        for path in _sources()
-        for _, obj, name in _accesses(path)
-    ), f"INHERITED lists {module}.{member}, which nothing reads any more: remove it"
 
 
 # -- the compat functions, each on the versions it was checked on ------------------------------------
@@ -340,3 +304,37 @@ def test_compat_ranges_cover_both_ci_runs(module: ModuleType) -> None:
     lowest, pinned = _pins(ROOT / "constraints-lowest.txt"), _pins(ROOT / "constraints.txt")
     for function, (package, low, high) in module.CHECKED_ON.items():
         assert Version(low) <= lowest[package] and pinned[package] <= Version(high), (function, package)
+
+
+def test_kv_collections_and_kv_collection(tmp_path: Path) -> None:
+    """PackedKVStore, through them: a value put is read back, persisted to SimpleKVStore's file and
+    read from it by LlamaIndex's own SimpleKVStore."""
+    from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
+
+    from spire_llamaindex import compat
+    from spire_llamaindex.json_files import PackedKVStore
+
+    _within("kv_collections", compat.CHECKED_ON)
+    _within("kv_collection", compat.CHECKED_ON)
+    store = PackedKVStore()
+    store.put("page", {"text": "The valid range is between 30 seconds and one day."}, collection="docs")
+    assert set(compat.kv_collections(store)) == {"docs"}
+    assert compat.kv_collection(store, "docs") is compat.kv_collections(store)["docs"]
+    store.persist(str(tmp_path / "kv.json"))
+    plain = SimpleKVStore.from_persist_path(str(tmp_path / "kv.json"))
+    assert plain.get("page", collection="docs") == {"text": "The valid range is between 30 seconds and one day."}
+
+
+def test_vector_store_fs(tmp_path: Path) -> None:
+    """ArrayVectorStore persists to the filesystem its SimpleVectorStore base was given."""
+    import fsspec
+
+    from spire_llamaindex import compat
+    from spire_llamaindex.array_store import ArrayVectorStore
+
+    _within("vector_store_fs", compat.CHECKED_ON)
+    fs = fsspec.filesystem("memory")
+    store = ArrayVectorStore(fs=fs)
+    assert compat.vector_store_fs(store) is fs
+    store.persist("/spire-test/vectors.json")
+    assert fs.exists("/spire-test/vectors.json")
