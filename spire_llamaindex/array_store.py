@@ -38,7 +38,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from . import compat
+from .compat import vector_store_fs
 from .json_files import dump_file
 
 
@@ -98,9 +98,7 @@ class ArrayVectorStore(SimpleVectorStore):
         fs: fsspec.AbstractFileSystem | None = None,
     ) -> None:
         fields = {f.name: getattr(self.data, f.name) for f in dataclasses.fields(self.data)}
-        dump_file(
-            persist_path, fields, depth=2, fs=fs or compat.vector_store_fs(self), default=list
-        )  # field -> id -> value
+        dump_file(persist_path, fields, depth=2, fs=fs or vector_store_fs(self), default=list)  # field -> id -> value
 
     def _rows(self) -> _Matrix:
         embeddings = self.data.embedding_dict

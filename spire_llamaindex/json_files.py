@@ -23,7 +23,7 @@ import fsspec
 from llama_index.core.storage.kvstore.simple_kvstore import SimpleKVStore
 from llama_index.core.storage.kvstore.types import DEFAULT_COLLECTION, MutableMappingKVStore
 
-from . import compat
+from .compat import kv_collection, kv_collections
 
 #: What a key-value store holds under each key.
 JSONObject = dict[str, Any]
@@ -207,7 +207,7 @@ class PackedKVStore(SimpleKVStore):
             self._packed(collection).update(values)
 
     def _packed(self, collection: str) -> PackedMapping:
-        return cast(PackedMapping, compat.kv_collection(self, collection))
+        return cast(PackedMapping, kv_collection(self, collection))
 
     def get(self, key: str, collection: str = DEFAULT_COLLECTION) -> JSONObject | None:
         """The value at ``key`` (a fresh copy), or None, in one read: ``SimpleKVStore``'s test for
@@ -219,7 +219,7 @@ class PackedKVStore(SimpleKVStore):
         return frozenset(self._packed(collection))
 
     def persist(self, persist_path: str, fs: fsspec.AbstractFileSystem | None = None) -> None:
-        dump_file(persist_path, compat.kv_collections(self), depth=1, fs=fs)  # collection -> packed values
+        dump_file(persist_path, kv_collections(self), depth=1, fs=fs)  # collection -> packed values
 
     @classmethod
     def from_persist_path(cls, persist_path: str, fs: fsspec.AbstractFileSystem | None = None) -> PackedKVStore:
@@ -248,4 +248,4 @@ class PackedKVStore(SimpleKVStore):
         return store
 
     def to_dict(self) -> dict[str, dict[str, JSONObject]]:
-        return {name: dict(values) for name, values in compat.kv_collections(self).items()}
+        return {name: dict(values) for name, values in kv_collections(self).items()}

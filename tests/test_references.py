@@ -82,7 +82,7 @@ def test_both_retrievers_deliver_a_followed_reference_as_its_own_citation() -> N
         KeywordEmbeddings(),
         resolve_refs=True,
     )
-    assert li.resolve_refs and lc.resolve_refs
+    assert li.options.resolve_refs and lc.options.resolve_refs
     for cited in (
         [c for n in li.retrieve(QUESTION) for c in li_citations_of(n)],
         [c for d in lc.invoke(QUESTION) for c in lc_citations_of(d)],
