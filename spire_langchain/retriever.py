@@ -114,8 +114,8 @@ class SpireRetriever(PageIndexing, BaseRetriever):
     cache_size: int = Field(default=64, gt=0)
     id_namespace: str | None = None
     search_type: Literal["similarity", "mmr", "similarity_score_threshold"] = "similarity"
-    #: fuse a BM25 index over every sentence of the stored pages with the vector ranking (results are
-    #: then scored by reciprocal rank fusion, not by the store's numbers)
+    #: fuse a BM25 index over every sentence of the stored pages with the vector ranking (a result's
+    #: score is its strongest citation's strength in [0, 1] either way: ``spire_core.query.strength``)
     lexical: bool = True
     #: follow the references of cited sentences one hop into the stored pages and deliver what they
     #: name as citations of their own, under the same budget (``spire_core.query.references``)

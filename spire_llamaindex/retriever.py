@@ -113,16 +113,16 @@ class SpireRetriever(BaseRetriever):
     under the budget), a factory ``k -> retriever``, or any retriever (its results are one
     ranked list). ``docstore`` holds the source pages under their ids; by default the index's
     own docstore. Each result is one node per page: its text the merged rendering (charged
-    against ``budget`` with ``size``), its score the best hit's, its metadata
-    :func:`spire_core.to_metadata` (``spire_citations``: one citation per admitted sentence),
+    against ``options.budget`` with ``options.size``), its score its strongest citation's
+    strength in [0, 1] (:mod:`spire_core.query.strength`), its metadata
+    :func:`spire_core.to_metadata` (``spire_citations``: the citations, strongest first),
     hidden from the LLM-visible text. With ``lexical`` (the default), a BM25 index over every
     sentence of the stored pages (:class:`spire_core.query.lexical.Lexicon`: built by
     ``from_documents``, read from a ``spire index`` store, else built at the first query; kept
     in step with the docstore) is fused with the vector ranking, so a sentence
     naming the question's rare words is found even when its passage's vector averages it away;
-    it is off with ``filters``, which it cannot apply. With it, hits and results are scored by
-    reciprocal rank fusion (what the fused order is), not by the store's similarity. With
-    ``resolve_refs``, the references of each cited sentence are followed one hop into the stored
+    it is off with ``filters``, which it cannot apply. With ``resolve_refs``, the references of
+    each cited sentence are followed one hop into the stored
     pages and what they name (a definition, a section head) is delivered as a citation of its own
     under the same budget; a reference to a page not stored, or to an anchor gone from its page,
     is reported on the citing citation (:mod:`spire_core.query.references`).
@@ -156,7 +156,6 @@ class SpireRetriever(BaseRetriever):
         #: what each query delivers (:class:`spire_core.options.QueryOptions`): ``options`` with the
         #: keyword ``overrides`` (``budget=``, ``max_citations=``, ...: every field by its name)
         self.options = (options or QueryOptions()).overridden("SpireRetriever", overrides)
-        policy = self.options.policy
         if docstore is None:
             if not isinstance(index, VectorStoreIndex):
                 raise TypeError("give the docstore that holds the source pages")
@@ -174,7 +173,7 @@ class SpireRetriever(BaseRetriever):
         if isinstance(index, VectorStoreIndex):
             SearchOptions.of(self.search_kwargs)  # a misspelt key fails here, not at the first question
         #: BM25 over every sentence of the stored pages, fused with the vector ranking (``lexical=False``: off)
-        self.lexicon = self.sources.lexicon(policy) if lexical and not filters else None
+        self.lexicon = self.sources.lexicon(self.options.policy) if lexical and not filters else None
 
     # -- construction ------------------------------------------------------------------
     @classmethod
