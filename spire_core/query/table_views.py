@@ -595,16 +595,22 @@ def _column_numbers(texts: Iterable[str]) -> list[float | None]:
     return [_number(text, decimal) for text in texts]
 
 
+#: Rows a view takes at most for one end of a named column when several share the extreme value.
+MAX_TIED = 3
+
+
 def _extreme_rows(doc: Document, g: Grid, body: list[int], cols: Iterable[int]) -> set[int]:
-    """The rows holding the largest and the smallest number of each column that is mostly numbers."""
+    """The rows holding the largest and the smallest number of each column that is mostly numbers
+    (every row sharing the extreme value, :data:`MAX_TIED` at most, in table order: "the last
+    park established" may be any of two founded the same year)."""
     out: set[int] = set()
     for col in cols:
         rows = [r for r in body if (r, col) in g.at]
         values = _column_numbers(doc.subtree_text(g.at[(r, col)]) for r in rows)
         numbers = {r: v for r, v in zip(rows, values, strict=True) if v is not None}
         if numbers and len(numbers) * 2 >= len(body):
-            out.add(max(numbers, key=lambda r: numbers[r]))
-            out.add(min(numbers, key=lambda r: numbers[r]))
+            for extreme in (max(numbers.values()), min(numbers.values())):
+                out.update([r for r, v in numbers.items() if v == extreme][:MAX_TIED])
     return out
 
 

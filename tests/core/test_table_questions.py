@@ -656,3 +656,27 @@ def test_a_verb_names_its_noun_label_and_a_digit_names_a_row() -> None:
     results = aggregate([_seed(doc, "Player Kilo")], documents={"squad": doc}, budget=BUDGET)
     view = table_views("who weighed the most?", results, {"squad": doc}, budget=BUDGET, share=0.2)[0].citations[-1]
     assert _body_cell(doc, 0, heaviest, 2) <= view.paths
+
+
+PARKS = [f"Park {name}" for name in NAMES]
+#: founding years; the latest (2011) shared by two parks far apart in the table, neither admitted
+FOUNDED = [1950 + (k * 7) % 40 for k in range(len(PARKS))]
+FOUNDED[5] = FOUNDED[22] = 2011
+_PARK = "<tr><td>{}</td><td>Region {}</td><td>{}</td><td>Lakes, forests and trails</td></tr>"
+PARK_PAGE = f"""<html><head><title>National parks</title></head><body><h1>National parks</h1>
+<table><tr><th>Park</th><th>Region</th><th>Founded</th><th>Notes</th></tr>
+{"".join(_PARK.format(p, k % 4, y) for k, (p, y) in enumerate(zip(PARKS, FOUNDED, strict=True)))}
+</table></body></html>"""
+
+
+def test_every_row_sharing_an_extreme_is_in_the_view() -> None:
+    """Two parks share the latest founding year: "the park founded last" may be either, so the view
+    holds both, though it fits only a few rows and the ranking admitted others."""
+    doc = parse_html(PARK_PAGE, doc_id="parks")
+    docs = {"parks": doc}
+    results = aggregate([_seed(doc, PARKS[k]) for k in (10, 11, 12, 13)], documents=docs, budget=BUDGET)
+    view = _views(table_views("Which park was founded last?", results, docs, budget=BUDGET, share=0.2), results)[0]
+    delivered = [k for k in range(len(PARKS)) if _body_cell(doc, 0, k, 0) <= view.paths]
+    assert len(delivered) < len(PARKS) // 2
+    assert 5 in delivered and 22 in delivered
+    _well_formed(view.text)
