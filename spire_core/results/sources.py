@@ -12,13 +12,15 @@ markers shown are always ``[1]`` to ``[m]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from spire_core.context import HTML, Policy, global_context
 from spire_core.document.render import render
 from spire_core.options import DEFAULT_SIZE, Fmt
-from spire_core.query.strength import ranked_evidence
+from spire_core.query.strength import ranked_evidence, ranked_evidence_of
+from spire_core.results.schema import DOC_ID, citations_from, from_metadata
 from spire_core.size import SizeFn
 from spire_core.values import Citation, Documents, Subdocument, document_lookup
 
@@ -83,6 +85,38 @@ def cite_sources(
         cost = size(text)
     shown = frozenset(number[i] for i in kept if i in number)
     return Sources(text, citations, shown, cost)
+
+
+#: A retrieved result as a framework holds it: its page's id, its metadata and its text (a LlamaIndex
+#: node, a LangChain document): what the adapters' ``numbered_citations`` and ``format_citations`` read.
+Retrieved = tuple[str, Mapping[str, Any], str]
+
+
+def numbered_retrieved(results: Sequence[Retrieved]) -> list[Citation]:
+    """The citations of retrieved ``results`` named as evidence, strongest first: the ``n``-th is
+    ``[n]`` in :func:`cite_retrieved`. A result without SPIRE citations counts as one citation of
+    its page with an empty path set, after them."""
+    cited = [citations_from(metadata) for _, metadata, _ in results]
+    plain = [
+        Citation(str(metadata.get(DOC_ID) or page), frozenset(), text)
+        for (page, metadata, text), found in zip(results, cited, strict=True)
+        if not found
+    ]
+    return [*ranked_evidence_of([c for found in cited for c in found]), *plain]
+
+
+def cite_retrieved(
+    results: Sequence[Retrieved], documents: Documents, *, budget: int, size: SizeFn, policy: Policy, fmt: Fmt
+) -> Sources:
+    """:func:`cite_sources` of retrieved SPIRE ``results`` (numbered as :func:`numbered_retrieved`).
+    Raises ``ValueError`` naming the page of a result that is no SPIRE result."""
+    subs = []
+    for page, metadata, text in results:
+        sub = from_metadata(metadata, text, size=size)
+        if sub is None or not sub.citations:
+            raise ValueError(f"the result of page {page!r} is not a SPIRE result: it has no citations")
+        subs.append(sub)
+    return cite_sources(subs, documents, budget=budget, size=size, policy=policy, fmt=fmt)
 
 
 def _join(views: Sequence[str]) -> str:
