@@ -20,8 +20,11 @@ table views, for what a reader sees first:
   table) holds every admitted cell of its table under its row and column labels: it is as
   strong as the strongest citation it holds (a view of a table no seed reached: as the
   weakest of its page), and never weaker than a view ranked below it; the best-ranked view
-  of the query is as strong as its page's strongest citation (the table the question names
-  is where a reader looks first). Among equal strengths a view comes first.
+  of the query is as strong as its page's strongest citation when the page's evidence is
+  tabular: at least :data:`TABULAR_SHARE` of the sentences admitted from its page lie in
+  its viewed tables (a table page: the table the question names is where a reader looks
+  first; a manual page with a table beside the prose that answers is not one). Among equal
+  strengths a view comes first.
 - **Results and citations come best first**: a result's score is its best citation's, and
   a result lists its citations by strength (its text keeps the page's reading order).
 - **The cut** (:class:`~spire_core.options.Cut`) names as evidence the strongest citations: at most
@@ -47,6 +50,12 @@ from spire_core.values import Citation, Hit, Subdocument
 #: docs and wtq dev sets, the first citation holding the answer; see docs/benchmarks.md).
 #: Tuned on docs dev and wtq dev at d374ea0; docs/tuned-constants.md.
 LEXICAL_WEIGHT = 0.5
+
+#: The share of a page's admitted sentences that must lie in its viewed tables for the
+#: best-ranked view to be as strong as the page's strongest citation (module docstring).
+#: Tuned on the docs and wtq dev sets and the manuals tuning sets (first citation; 0.2 to 0.5);
+#: docs/tuned-constants.md.
+TABULAR_SHARE = 0.2
 
 Key = tuple[str, frozenset[Path]]
 
@@ -116,7 +125,7 @@ def rank_evidence(
         [(c if m is None else replace(c, score=signals.strength(sub.doc_id, m)), m is None) for c, m in page]
         for sub, page in zip(results, merged, strict=True)
     ]
-    _score_views(scored)
+    _score_views(scored, [_tabular(sub, page) for sub, page in zip(results, merged, strict=True)])
     ranked: list[Subdocument] = []
     for sub, page in zip(results, scored, strict=True):
         # strongest first; among equals a view first (it holds the cells), then the aggregation's order
@@ -154,18 +163,28 @@ def _rekey(results: Sequence[Subdocument], merged: list[list[tuple[Citation, lis
                 page[n] = (replace(c, referenced_by=keys[c.referenced_by]), members)
 
 
-def _score_views(pages: list[list[tuple[Citation, bool]]]) -> None:
+def _tabular(sub: Subdocument, merged: Sequence[tuple[Citation, list[frozenset[Path]] | None]]) -> bool:
+    """Whether at least :data:`TABULAR_SHARE` of the sentences admitted from ``sub``'s page lie
+    in its viewed tables (``merged``: its citations as :func:`_merged` gives them)."""
+    views = [c.paths for c, members in merged if members is None]
+    sentences = [c.paths for c in sub.citations if c.paths not in views]
+    if not views or not sentences:
+        return False
+    inside = sum(1 for s in sentences if any(s <= v for v in views))
+    return inside >= TABULAR_SHARE * len(sentences)
+
+
+def _score_views(pages: list[list[tuple[Citation, bool]]], tabular: Sequence[bool]) -> None:
     """Give each table view (``(citation, True)``, scored by its table's ranking) its strength, in
-    place (module docstring)."""
-    views = []  # (the table's ranking value, the page, the view's place, its strength alone)
-    for page in pages:
+    place (module docstring; ``tabular``: whether each page's evidence is tabular, :func:`_tabular`)."""
+    views = []  # (the table's ranking value, the page, the view's place, its strength alone, as strong as can be)
+    for page, table_page in zip(pages, tabular, strict=True):
         runs = [c.score or 0.0 for c, view in page if not view]
         for n, (v, view) in enumerate(page):
             if view:
                 held = [c.score or 0.0 for c, other in page if not other and c.paths <= v.paths]
-                views.append(
-                    (v.score or 0.0, page, n, max(held) if held else min(runs, default=0.0), max(runs, default=0.0))
-                )
+                alone = max(held) if held else min(runs, default=0.0)
+                views.append((v.score or 0.0, page, n, alone, max(runs, default=0.0) if table_page else alone))
     views.sort(key=lambda t: -t[0])
     floor = 0.0
     for rank in range(len(views) - 1, -1, -1):

@@ -148,3 +148,39 @@ def test_the_filters_fallback_keeps_the_ranked_cut(page: Document) -> None:
     assert filtered.kept is None and not filtered.report["ok"]
     assert filtered.evidence.citations == ranked_evidence(results)
     assert len(filtered.evidence.citations) == 2 and "14 March 1871" in filtered.evidence.citations[0].text
+
+
+def _rows(n: int) -> str:
+    return "".join(
+        f"<tr><td>Tower {chr(65 + k)}</td><td>{1850 + 3 * k}</td><td>{20 + (7 * k) % 23} m</td></tr>" for k in range(n)
+    )
+
+
+# a table page: a line of prose, then the table that answers
+TABLE_PAGE = f"""<html><head><title>Coast towers</title></head><body><h1>Coast towers</h1>
+<p>The coast has many lighthouse towers, and each tower has its own height and year.</p>
+<table><tr><th>Tower</th><th>Year</th><th>Height</th></tr>{_rows(12)}</table></body></html>"""
+# a manual page: prose that answers, and a table beside it whose notes share the question's words
+NOTES = ["The lamp is lit at dusk.", "Painted white.", "Built of stone."]
+MANUAL_PAGE = f"""<html><head><title>Keeper's manual</title></head><body><h1>Keeper's manual</h1>
+<h2>The lamp</h2>{"".join(f"<p>{' '.join(FILLER[k:] + FILLER[:k])}</p>" for k in range(5))}
+<p>The keeper trims the lamp wick every four hours through the night.</p>
+{"".join(f"<p>{' '.join(reversed(FILLER[k:] + FILLER[:k]))}</p>" for k in range(5))}
+<h2>Towers</h2><table><tr><th>Tower</th><th>Year</th><th>Note</th></tr>
+{"".join(f"<tr><td>Tower {chr(65 + k)}</td><td>{1850 + k}</td><td>{NOTES[k % 3]}</td></tr>" for k in range(9))}
+</table></body></html>"""
+
+
+def test_a_table_pages_view_is_cited_first() -> None:
+    doc = parse_html(TABLE_PAGE, doc_id="towers.html")
+    first = ranked_evidence(_query(doc, "Which lighthouse tower has the greatest height?"))[0]
+    tallest = max(range(12), key=lambda k: (20 + (7 * k) % 23, -k))
+    assert "|---" in first.text and f"Tower {chr(65 + tallest)} |" in first.text  # the view, with the answer row
+
+
+def test_a_table_beside_the_prose_that_answers_is_not_cited_first() -> None:
+    doc = parse_html(MANUAL_PAGE, doc_id="manual.html")
+    results = _query(doc, "How often does the keeper trim the lamp wick through the night?")
+    cited = ranked_evidence(results, context=True)
+    assert any("|---" in c.text for c in cited)  # the table was viewed, and is delivered
+    assert "every four hours" in cited[0].text
