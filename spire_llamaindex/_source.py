@@ -107,8 +107,15 @@ class SourceDocuments:
         self._lock = Lock()
 
     def versions(self) -> dict[str, str | None]:
-        """The stored pages (those with units) and their hashes: what a :class:`Lexicon` follows."""
-        return {page: self._hash(page) for page in self.docstore.get_all_ref_doc_info() or {}}
+        """The stored pages and their hashes: what a :class:`Lexicon` follows.
+
+        A docstore that records its units' pages (``ref_doc_info``) lists those with units. Under
+        a vector store that keeps the units' text (pgvector) the docstore has no record of the
+        units and holds the source pages alone: every document it holds is a page."""
+        pages = self.docstore.get_all_ref_doc_info()
+        if pages:
+            return {page: self._hash(page) for page in pages}
+        return {page: digest for digest, page in self.docstore.get_all_document_hashes().items()}
 
     def lexicon(self, policy: Policy = HTML) -> Lexicon:
         """A :class:`~spire_core.query.lexical.Lexicon` over these pages, rendered by ``policy``."""

@@ -62,6 +62,12 @@ def test_index_query_update_delete(postgres_uri: str, embed_model: BaseEmbedding
     best = ask(QUESTION)[0]
     assert best.doc_id == WAL
     assert "between 30 seconds and one day" in best.text
+    # the lexical ranking reads the pages from the database too (pgvector keeps the units' text,
+    # so the docstore holds the pages alone): the sentence naming the question's rare words is found
+    lexicon = SpireRetriever(postgres_index(postgres_uri, table=TABLE, embed_model=embed_model)).lexicon
+    assert lexicon is not None
+    hits = lexicon.hits("checkpoint_timeout valid range", 3)
+    assert hits and hits[0].doc_id == WAL
 
     # unchanged pages are skipped; a changed page replaces its units
     again = update_index(postgres_index(postgres_uri, table=TABLE, embed_model=embed_model), pages)
