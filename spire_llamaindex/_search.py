@@ -17,7 +17,11 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, NodeWithScore, ObjectType, QueryBundle
+from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode, VectorStoreQueryResult
+
+from spire_core.document.tree import LRU
 
 from .compat import index_embed_model
 
@@ -74,6 +78,69 @@ class SearchOptions:
         )
 
 
+#: unit nodes a :class:`NodeCache` keeps (each without its text: its metadata and source, a few KB)
+NODE_CACHE_SIZE = 4096
+
+
+class NodeCache:
+    """Unit nodes read from an in-memory docstore (``SimpleDocumentStore``), kept decoded between
+    questions: a search returns the same units question after question, and reading one (its
+    JSON decoded, a pydantic node built) cost more than the rest of its hit's handling.
+
+    A node is served from here only while it is what the docstore holds: the docstore's hash of
+    the node (its text and metadata, ``BaseNode.hash``) is the hash of the node kept, and the
+    docstore's hash of its source page is the one the node names (a page replaced with this
+    unit unchanged stores the unit again, naming the new page). Kept without its text: a hit
+    needs its metadata and its source (:class:`~spire_core.pipeline.StoreHit`).
+    """
+
+    def __init__(self, maxsize: int = NODE_CACHE_SIZE) -> None:
+        #: node id -> (the node's hash, the node without its text)
+        self._held: LRU[str, tuple[str, BaseNode]] = LRU(maxsize)
+
+    @staticmethod
+    def serves(docstore: BaseDocumentStore) -> bool:
+        """Whether ``docstore`` is read from memory (a remote one would pay a round trip per hash)."""
+        return isinstance(docstore, SimpleDocumentStore)
+
+    def split(self, docstore: BaseDocumentStore, ids: list[str]) -> tuple[list[BaseNode], list[str]]:
+        """The nodes of ``ids`` held and current, and the ids to read from the docstore."""
+        held: list[BaseNode] = []
+        wanted: list[str] = []
+        pages: dict[str, str | None] = {}
+        for node_id in ids:
+            entry = self._held.get(node_id)
+            if entry is not None and _current(docstore, node_id, entry, pages):
+                held.append(entry[1])
+            else:
+                wanted.append(node_id)
+        return held, wanted
+
+    def keep(self, nodes: list[BaseNode]) -> None:
+        """Keep ``nodes`` (as read from the docstore), each under its own hash."""
+        for node in nodes:
+            card = node.model_copy()  # shallow: the metadata and relationships shared, not copied
+            card.set_content("")
+            self._held[node.node_id] = (node.hash, card)
+
+
+def _current(
+    docstore: BaseDocumentStore, node_id: str, entry: tuple[str, BaseNode], pages: dict[str, str | None]
+) -> bool:
+    """Whether the node kept as ``entry`` is the docstore's (``pages``: page hashes read so far)."""
+    try:
+        if docstore.get_document_hash(node_id) != entry[0]:
+            return False
+        source = entry[1].source_node
+        if source is None:
+            return True
+        if source.node_id not in pages:
+            pages[source.node_id] = docstore.get_document_hash(source.node_id)
+    except KeyError:  # removed while it was read (LlamaIndex's in-memory store tests, then reads)
+        return False
+    return pages[source.node_id] == source.hash
+
+
 class Ranking:
     """The ranked units of one question over ``index``: the vector store is queried once, for the
     widest round's ``k`` hits, and the nodes of a round's prefix are fetched from the docstore when
@@ -93,9 +160,18 @@ class Ranking:
     """
 
     def __init__(
-        self, index: VectorStoreIndex, bundle: QueryBundle, k: int, search_kwargs: dict[str, Any], *, first: int
+        self,
+        index: VectorStoreIndex,
+        bundle: QueryBundle,
+        k: int,
+        search_kwargs: dict[str, Any],
+        *,
+        first: int,
+        nodes: NodeCache | None = None,
     ) -> None:
         self.index = index
+        #: unit nodes kept between questions (used while the docstore is in memory)
+        self.cache = nodes if nodes is not None and NodeCache.serves(index.docstore) else None
         self.options = SearchOptions.of(search_kwargs)
         self.widest = k
         #: the ranks the vector query asks for
@@ -147,7 +223,8 @@ class Ranking:
                     self.tries += 1
                     continue
             try:
-                complete = self._add(k, docstore.get_nodes(self._wanted(k), raise_error=False))
+                held, wanted = self._split(self._wanted(k))
+                complete = self._add(k, self._kept(held, docstore.get_nodes(wanted, raise_error=False)))
             except KeyError:  # a node deleted during its fetch (see the class docstring)
                 self.result, complete = None, False
             if complete or last:
@@ -173,7 +250,8 @@ class Ranking:
                     self.tries += 1
                     continue
             try:
-                complete = self._add(k, await docstore.aget_nodes(self._wanted(k), raise_error=False))
+                held, wanted = self._split(self._wanted(k))
+                complete = self._add(k, self._kept(held, await docstore.aget_nodes(wanted, raise_error=False)))
             except KeyError:  # a node deleted during its fetch (see the class docstring)
                 self.result, complete = None, False
             if complete or last:
@@ -213,6 +291,17 @@ class Ranking:
         assert self.result is not None
         nodes_dict = self.index.index_struct.nodes_dict
         return [n for i in (self.result.ids or [])[self.fetched : k] if (n := nodes_dict.get(i)) is not None]
+
+    def _split(self, ids: list[str]) -> tuple[list[BaseNode], list[str]]:
+        """The nodes of ``ids`` the cache holds current, and the ids to read from the docstore."""
+        return ([], ids) if self.cache is None else self.cache.split(self.index.docstore, ids)
+
+    def _kept(self, held: list[BaseNode], read: list[BaseNode]) -> list[BaseNode]:
+        """``held`` and the nodes ``read`` from the docstore, those kept in the cache."""
+        if self.cache is None:
+            return read
+        self.cache.keep(read)
+        return [*held, *read]
 
     def _add(self, k: int, fetched: list[BaseNode]) -> bool:
         """Add the ``fetched`` nodes of the ranks up to ``k``; False (query again) when one is

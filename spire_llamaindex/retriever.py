@@ -37,7 +37,7 @@ from spire_core.pipeline import (
 )
 from spire_core.results.schema import DOC_ID, SPIRE_KEYS, citations_from, result_id, user_metadata
 
-from ._search import Ranking, SearchOptions
+from ._search import NodeCache, Ranking, SearchOptions
 from ._source import SourceDocuments, log
 from .format import cited_sources
 from .index import as_page, build_index, update_index
@@ -172,6 +172,8 @@ class SpireRetriever(BaseRetriever):
             self.search_kwargs["filters"] = filters
         if isinstance(index, VectorStoreIndex):
             SearchOptions.of(self.search_kwargs)  # a misspelt key fails here, not at the first question
+        #: the unit nodes of the store hits, kept between questions (an in-memory docstore's: :class:`NodeCache`)
+        self.node_cache = NodeCache()
         #: BM25 over every sentence of the stored pages, fused with the vector ranking (``lexical=False``: off)
         self.lexicon = self.sources.lexicon(self.options.policy) if lexical and not filters else None
 
@@ -244,7 +246,14 @@ class SpireRetriever(BaseRetriever):
         widest = self.options.widest
         top: Callable[[int], Sequence[NodeWithScore]]
         if isinstance(self.index, VectorStoreIndex):
-            ranking = Ranking(self.index, bundle, widest, self._index_kwargs(widest), first=self.options.first_k)
+            ranking = Ranking(
+                self.index,
+                bundle,
+                widest,
+                self._index_kwargs(widest),
+                first=self.options.first_k,
+                nodes=self.node_cache,
+            )
             top = ranking.top if run is None else (lambda k: run(ranking.atop(k)))
         else:
             retriever = self.index if isinstance(self.index, BaseRetriever) else self.index(widest)

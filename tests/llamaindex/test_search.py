@@ -12,6 +12,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 from spire_app import Store
 from spire_core import pipeline
 from spire_llamaindex import SpireRetriever
+from spire_llamaindex._search import NodeCache
 from spire_llamaindex.array_store import ArrayVectorStore
 from spire_llamaindex.retriever import result_node
 
@@ -125,6 +126,7 @@ async def test_a_fetch_that_a_delete_races_is_tried_again(
     raises KeyError from the fetch. The query runs again, as for a node found missing."""
     retriever = example.retriever(**WIDE)
     expected = [(s.doc_id, s.paths, s.text) for s in retriever.retrieve_subdocuments(QUESTION)]
+    retriever.node_cache = NodeCache()  # cold: the query reads its nodes from the docstore
     get_nodes = SimpleDocumentStore.get_nodes
     raced: list[int] = []
 
@@ -158,3 +160,35 @@ def test_an_hnsw_store_scans_as_wide_as_the_query_asks() -> None:
     retriever.index = SimpleNamespace(vector_store=SimpleNamespace(hnsw_kwargs={"hnsw_ef_search": widest()}))  # type: ignore[assignment]
     assert retriever._index_kwargs(retriever.options.widest) == {"vector_store_kwargs": {"hnsw_ef_search": 512}}
     assert SpireRetriever(lambda k: None, SimpleDocumentStore())._index_kwargs(256) == {}  # type: ignore[arg-type,return-value]
+
+
+def test_the_node_cache_serves_a_node_only_while_the_docstore_holds_it(example: Store) -> None:
+    """Unit nodes are kept between questions, and read again once the docstore's node, or its page, changed."""
+    index = example.index
+    docstore = index.docstore
+    retriever = example.retriever(**WIDE)
+    expected = [(s.doc_id, s.paths, s.text, s.score) for s in retriever.retrieve_subdocuments(QUESTION)]
+    ids = list(index.index_struct.nodes_dict.values())[:3]
+    cache = retriever.node_cache
+    held, wanted = cache.split(docstore, ids)
+    cache.keep(docstore.get_nodes(wanted))
+    held, wanted = cache.split(docstore, ids)
+    assert [n.node_id for n in held] == ids and wanted == []
+    assert all(n.get_content() == "" for n in held)  # kept without their text
+    assert [(s.doc_id, s.paths, s.text, s.score) for s in retriever.retrieve_subdocuments(QUESTION)] == expected
+    node = docstore.get_node(ids[0])
+    changed = node.model_copy(update={"metadata": {**node.metadata, "note": "edited"}})
+    docstore.add_documents([changed])  # the node replaced: its hash changes
+    page = node.source_node
+    assert page is not None
+    page_hash = docstore.get_document_hash(page.node_id)
+    try:
+        _, wanted = cache.split(docstore, ids)
+        assert wanted == ids[:1]
+        docstore.add_documents([node])
+        assert cache.split(docstore, ids)[1] == []
+        docstore.set_document_hash(page.node_id, "another version")  # its page replaced
+        assert ids[0] in cache.split(docstore, ids)[1]
+    finally:
+        docstore.add_documents([node])
+        docstore.set_document_hash(page.node_id, page_hash)
