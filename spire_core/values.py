@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from spire_core.document.links import Reference
@@ -94,6 +95,11 @@ class Citation:
 
     def key(self) -> str:
         """A stable identifier: ``doc_id#encoded-paths`` (:func:`citation_key`)."""
+        return self._key
+
+    @cached_property
+    def _key(self) -> str:
+        # once per citation: a merged citation's key is asked for each of its sentences
         return citation_key(self.doc_id, encode_paths(self.paths))
 
     def to_dict(self, *, encoded: str | None = None) -> dict[str, Any]:

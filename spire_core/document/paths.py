@@ -167,8 +167,16 @@ def _unique(paths: Iterable[Path]) -> frozenset[Path] | set[Path]:
     return paths if isinstance(paths, frozenset) else set(map(tuple, paths))
 
 
+#: The text of each child index below 1024, made once: a query encodes its citations' path sets
+#: (their keys), and formatting a path's integers anew cost twice as much as looking them up.
+_INDEX_TEXT = {i: str(i) for i in range(1024)}
+
+
 def _path_text(path: Path) -> str:
-    return ".".join(map(str, path)) or ROOT_TOKEN
+    try:
+        return ".".join(map(_INDEX_TEXT.__getitem__, path)) or ROOT_TOKEN
+    except KeyError:  # an index of 1024 or more
+        return ".".join(map(str, path)) or ROOT_TOKEN
 
 
 def decode_paths(text: str) -> PathSet:
