@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from threading import Lock
 from typing import Any
 
@@ -13,6 +13,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from spire_core import (
     Document,
     DocumentCache,
+    Hit,
     MissingSourceError,
     markdown_to_html,
     parse_page,
@@ -21,10 +22,13 @@ from spire_core import (
 )
 from spire_core.context import HTML, Policy
 from spire_core.document.tree import LRU
+from spire_core.pipeline import LexicalSearch
 from spire_core.query.lexical import Lexicon
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.reading.parse import page_kind
 from spire_runtime.pages import declared_kind_of
+
+from .postgres import page_hashes
 
 log = logging.getLogger("spire_llamaindex")
 
@@ -129,6 +133,14 @@ class SourceDocuments:
         except KeyError:  # removed while it was read (see _hash)
             return False
 
+    def hashes(self, doc_ids: Iterable[str]) -> dict[str, str]:
+        """The docstore's hashes of those of ``doc_ids`` that are stored, read in one query where
+        the docstore allows it (a :func:`~spire_llamaindex.postgres.page_store`); else empty (each
+        page's hash is read when the page is asked for)."""
+        reader = page_hashes(self.docstore)
+        found = reader.read(doc_ids, self.docstore) if reader is not None else None
+        return found or {}
+
     def _hash(self, doc_id: str) -> str | None:
         """The docstore's hash of ``doc_id``, None when it is not stored. LlamaIndex's in-memory
         key-value store tests for a key, then reads it: a page removed between the two raises
@@ -138,17 +150,31 @@ class SourceDocuments:
         except KeyError:
             return None
 
-    def __call__(self, doc_id: str, expected_hash: str | None = None) -> Document:
+    def __call__(self, doc_id: str, expected_hash: str | None = None, *, current: str | None = None) -> Document:
         """The parsed page ``doc_id``; raises :class:`MissingSourceError` when it is not stored.
 
         ``expected_hash`` (the page hash a unit node was made from) serves the held parse of
         that version without asking the docstore (the query path's per-hit round trips).
+        ``current`` is the docstore's hash of the page read by the caller a moment ago (one query
+        for the pages of a question's lexical hits: :meth:`hashes`), taken as this call's read.
+
+        Otherwise the docstore's hash is read, once: a parse held for that very hash is served
+        as it is (it was verified to be of that version when it was parsed, and nothing is read
+        now that could be of another). Only a page that is parsed (or whose parse is not held
+        for the current hash) is checked a second time after its read, and kept only if the
+        hash did not move meanwhile: a page replaced during its read is never cached under
+        either version.
         """
         if expected_hash is not None:
             held = self._held(doc_id)
             if held is not None and held[0] == expected_hash:
                 return held[1]
-        current = self._hash(doc_id)
+        if current is None:
+            current = self._hash(doc_id)
+        if current is not None:
+            held = self._held(doc_id)
+            if held is not None and held[0] == current:
+                return held[1]
         if self._hashes.get(doc_id, current) != current:
             self.cache.invalidate(doc_id)
         self._hashes[doc_id] = current
@@ -211,3 +237,38 @@ class SourceDocuments:
             self._loaded[doc_id] = (node.hash, card)
         # parse_page (the cache's parser) tells HTML, Markdown and plain text apart by itself
         return text_to_html(text) if says_plain_text(node.metadata) else text
+
+
+class QueryPages:
+    """The page lookup of one question (what :func:`spire_core.pipeline.retrieve` calls
+    ``pages``): :class:`SourceDocuments`, with the pages of each batch of lexical hits asked for
+    their hashes in one query (:meth:`lexical`) instead of one round trip per page.
+
+    A hash read so is used once, by its page's next lookup (the pipeline looks up the pages of a
+    batch of lexical hits right after the batch, and pins each page of a try at its first
+    lookup): it stands for the read that lookup would have made a moment later, so the page
+    served is the version stored at that moment, and a parse is served only when it is of that
+    version (:meth:`SourceDocuments.__call__`), as before. Each batch replaces the hashes of the
+    last, and a new try of the query (:meth:`fresh`) forgets them: no hash outlives its try.
+    """
+
+    def __init__(self, sources: SourceDocuments) -> None:
+        self.sources = sources
+        self._read: dict[str, str] = {}
+
+    def __call__(self, doc_id: str, expected_hash: str | None = None) -> Document:
+        return self.sources(doc_id, expected_hash, current=self._read.pop(doc_id, None))
+
+    def fresh(self) -> None:
+        """Forget the hashes read (a new try of the query starts)."""
+        self._read = {}
+
+    def lexical(self, search: LexicalSearch) -> LexicalSearch:
+        """``search`` whose hits' pages are asked for their hashes at once."""
+
+        def hits(query: str, n: int) -> Sequence[Hit]:
+            found = search(query, n)
+            self._read = self.sources.hashes({hit.doc_id for hit in found})
+            return found
+
+        return hits

@@ -14,7 +14,10 @@ processes can answer from it; their parsed-page caches only make them faster.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from threading import Lock
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from spire_core.options import widest
 from spire_runtime.database import postgres_url
@@ -23,6 +26,7 @@ from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 if TYPE_CHECKING:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
+    from llama_index.core.storage.docstore.types import BaseDocumentStore
     from llama_index.core.storage.storage_context import StorageContext
     from llama_index.storage.docstore.postgres import PostgresDocumentStore
     from llama_index.vector_stores.postgres import PGVectorStore
@@ -61,7 +65,80 @@ def page_store(uri: str, *, table: str = DEFAULT_INDEX_NAME) -> PostgresDocument
         async_connection_string=postgres_url(uri, "asyncpg"),
         use_jsonb=True,
     )
-    return PostgresDocumentStore(kvstore)
+    store = PostgresDocumentStore(kvstore)
+    _PAGE_HASHES[store] = PageHashes(uri, f"{table}_pages")
+    return store
+
+
+class PageHashes:
+    """The docstore hashes of many pages of a :func:`page_store` in one query (LlamaIndex's
+    docstore asks one page per round trip, or lists every page: ``get_all_document_hashes``).
+
+    Reads the rows ``PostgresKVStore`` writes (table ``data_<table>``, one row per key and
+    collection, the value's ``doc_hash`` in the docstore's metadata collection) with a
+    connection of its own. The first answer is compared with the docstore's own
+    ``get_document_hash`` of one page: a layout that differs turns it off (None from then on,
+    and each page is asked on its own, as before).
+    """
+
+    def __init__(self, uri: str, table: str) -> None:
+        from llama_index.core.storage.docstore.keyval_docstore import (
+            DEFAULT_METADATA_COLLECTION_SUFFIX,
+            DEFAULT_NAMESPACE,
+        )
+
+        self.uri = uri
+        self.table = f"data_{table}".lower()  # as PostgresKVStore names and lowercases it
+        self.collection = f"{DEFAULT_NAMESPACE}{DEFAULT_METADATA_COLLECTION_SUFFIX}"
+        self._engine: Any = None
+        self._checked: bool | None = None  # None: not compared with the docstore yet
+        self._lock = Lock()
+
+    def read(self, doc_ids: Iterable[str], docstore: BaseDocumentStore) -> dict[str, str] | None:
+        """``doc_id -> hash`` of those of ``doc_ids`` that are stored (one query), or None when
+        this reader is off (its first answer disagreed with ``docstore``)."""
+        keys = sorted(set(doc_ids))
+        if self._checked is False:
+            return None
+        if not keys:
+            return {}
+        found = self._query(keys)
+        if self._checked is None:
+            probe = keys[0]
+            try:
+                own = docstore.get_document_hash(probe)
+            except KeyError:
+                own = None
+            self._checked = found.get(probe) == own
+            if not self._checked:
+                return None
+        return found
+
+    def _query(self, keys: list[str]) -> dict[str, str]:
+        from sqlalchemy import bindparam, create_engine, text
+
+        with self._lock:
+            if self._engine is None:
+                self._engine = create_engine(postgres_url(self.uri, "psycopg2"))
+            engine = self._engine
+        name = engine.dialect.identifier_preparer.quote(self.table)
+        query = text(
+            f"SELECT key, value->>'doc_hash' FROM public.{name} WHERE namespace = :collection AND key IN :keys"
+        ).bindparams(bindparam("keys", expanding=True))
+        with engine.connect() as conn:
+            rows = conn.execute(query, {"collection": self.collection, "keys": keys}).all()
+        return {str(key): str(digest) for key, digest in rows if digest is not None}
+
+
+_PAGE_HASHES: WeakKeyDictionary[Any, PageHashes] = WeakKeyDictionary()
+
+
+def page_hashes(docstore: BaseDocumentStore) -> PageHashes | None:
+    """The :class:`PageHashes` of a docstore made by :func:`page_store` (None for any other)."""
+    try:
+        return _PAGE_HASHES.get(docstore)
+    except TypeError:  # not weakly referable
+        return None
 
 
 def postgres_storage(

@@ -38,7 +38,7 @@ from spire_core.pipeline import (
 from spire_core.results.schema import DOC_ID, SPIRE_KEYS, citations_from, result_id, user_metadata
 
 from ._search import NodeCache, Ranking, SearchOptions
-from ._source import SourceDocuments, log
+from ._source import QueryPages, SourceDocuments, log
 from .format import cited_sources
 from .index import as_page, build_index, update_index
 from .parser import SpireNodeParser
@@ -277,18 +277,27 @@ class SpireRetriever(BaseRetriever):
     def retrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
         """The SPIRE results themselves (:class:`spire_core.Subdocument`), best first."""
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        lexical = self.lexicon.hits if self.lexicon is not None else None
-        found = retrieve(
-            bundle.query_str, lambda: self._checked(self._store_search(bundle)), self.sources, self.options, lexical
-        )
+        pages = QueryPages(self.sources)
+        lexical = pages.lexical(self.lexicon.hits) if self.lexicon is not None else None
+
+        def searches() -> StoreSearch:
+            pages.fresh()
+            return self._checked(self._store_search(bundle))
+
+        found = retrieve(bundle.query_str, searches, pages, self.options, lexical)
         return found.results
 
     async def aretrieve_subdocuments(self, query: str | QueryBundle) -> list[Subdocument]:
         """Async :meth:`retrieve_subdocuments`: searches run on the event loop, pages are parsed off it."""
         bundle = QueryBundle(query) if isinstance(query, str) else query
-        lexical = self.lexicon.hits if self.lexicon is not None else None
-        checked: Callable[[Bridge], StoreSearch] = lambda run: self._checked(self._store_search(bundle, run))  # noqa: E731
-        found = await aretrieve(bundle.query_str, checked, self.sources, self.options, lexical)
+        pages = QueryPages(self.sources)
+        lexical = pages.lexical(self.lexicon.hits) if self.lexicon is not None else None
+
+        def checked(run: Bridge) -> StoreSearch:
+            pages.fresh()
+            return self._checked(self._store_search(bundle, run))
+
+        found = await aretrieve(bundle.query_str, checked, pages, self.options, lexical)
         return found.results
 
     def _checked(self, search: StoreSearch) -> StoreSearch:

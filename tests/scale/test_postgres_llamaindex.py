@@ -87,3 +87,29 @@ def test_index_query_update_delete(postgres_uri: str, embed_model: BaseEmbedding
     assert units_of(postgres_uri, JSON) == 0
     assert not index.docstore.document_exists(JSON)
     assert all(sub.doc_id != JSON for sub in ask("How do I serialize an object to a JSON formatted string?"))
+
+
+def test_page_hashes_read_in_one_query(postgres_uri: str, embed_model: BaseEmbedding) -> None:
+    """The hashes of a question's lexical pages come in one query, and a parse is served for the
+    hash read only when it is of that version (a replaced page is parsed again)."""
+    from spire_llamaindex._source import QueryPages, SourceDocuments
+    from spire_llamaindex.postgres import page_hashes
+
+    index = postgres_index(postgres_uri, table="li_hashes", embed_model=embed_model)
+    pages = [read_page(EXAMPLE_PAGES / name, EXAMPLE_PAGES) for name in MANUAL_PAGES]
+    update_index(index, pages)
+    ids = [p.node_id for p in pages]
+    assert page_hashes(index.docstore) is not None
+    sources = SourceDocuments(index.docstore)
+    assert sources.hashes([*ids, "not-stored.html"]) == {i: index.docstore.get_document_hash(i) for i in ids}
+
+    old = sources(WAL)
+    assert QueryPages(sources)(WAL) is old  # held for the hash stored
+    wal = next(p for p in pages if p.node_id == WAL)
+    changed = read_page(EXAMPLE_PAGES / WAL, EXAMPLE_PAGES)
+    changed.set_content(wal.text.replace("between 30 seconds and one day", "between 45 seconds and one week"))
+    update_index(postgres_index(postgres_uri, table="li_hashes", embed_model=embed_model), [changed])
+    lookup = QueryPages(sources)
+    lookup.lexical(lambda query, n: [])("", 1)  # no hits: nothing read
+    new = sources(WAL, current=sources.hashes([WAL])[WAL])
+    assert new is not old and "between 45 seconds and one week" in "".join(new.text)
