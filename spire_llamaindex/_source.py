@@ -115,7 +115,9 @@ class SourceDocuments:
 
         A docstore that records its units' pages (``ref_doc_info``) lists those with units. Under
         a vector store that keeps the units' text (pgvector) the docstore has no record of the
-        units and holds the source pages alone: every document it holds is a page."""
+        units and holds the source pages alone: every document it holds is a page (listed by
+        hash, LlamaIndex's one call for them all: of two pages with the same text and metadata,
+        one is left out of the lexical index and found by the dense ranking alone)."""
         pages = self.docstore.get_all_ref_doc_info()
         if pages:
             return {page: self._hash(page) for page in pages}

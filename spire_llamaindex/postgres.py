@@ -102,7 +102,13 @@ class PageHashes:
             return None
         if not keys:
             return {}
-        found = self._query(keys)
+        from sqlalchemy.exc import SQLAlchemyError
+
+        try:
+            found = self._query(keys)
+        except SQLAlchemyError:  # no table or columns as PostgresKVStore writes them: off, as below
+            self._checked = False
+            return None
         if self._checked is None:
             probe = keys[0]
             try:
@@ -170,7 +176,7 @@ def postgres_index(
     from llama_index.core.indices.vector_store.base import VectorStoreIndex
 
     if embed_model is None:
-        from spire_llamaindex import default_embeddings
+        from spire_llamaindex.embedding import default_embeddings
 
         embed_model = default_embeddings()
     return VectorStoreIndex(

@@ -113,3 +113,18 @@ def test_page_hashes_read_in_one_query(postgres_uri: str, embed_model: BaseEmbed
     lookup.lexical(lambda query, n: [])("", 1)  # no hits: nothing read
     new = sources(WAL, current=sources.hashes([WAL])[WAL])
     assert new is not old and "between 45 seconds and one week" in "".join(new.text)
+
+
+def test_page_hashes_turn_off_on_a_table_not_as_expected(postgres_uri: str, embed_model: BaseEmbedding) -> None:
+    """A kvstore table the reader does not find (another layout, another name) turns the one-query
+    reader off, so pages are asked one by one as before: no query fails."""
+    from spire_llamaindex.postgres import PageHashes
+
+    index = postgres_index(postgres_uri, table="li_layout", embed_model=embed_model)
+    update_index(index, [read_page(EXAMPLE_PAGES / WAL, EXAMPLE_PAGES)])
+    reader = PageHashes(postgres_uri, "no_such_table")
+    assert reader.read([WAL], index.docstore) is None
+    assert reader.read([WAL], index.docstore) is None  # and stays off
+    assert PageHashes(postgres_uri, "li_layout_pages").read([WAL], index.docstore) == {
+        WAL: index.docstore.get_document_hash(WAL)
+    }
