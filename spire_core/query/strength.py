@@ -53,7 +53,7 @@ LEXICAL_WEIGHT = 0.5
 
 #: The share of a page's admitted sentences that must lie in its viewed tables for the
 #: best-ranked view to be as strong as the page's strongest citation (module docstring).
-#: Tuned on the docs and wtq dev sets and the manuals tuning sets (first citation; 0.2 to 0.5);
+#: Tuned on the docs and wtq dev sets and the manuals tuning sets (first citation; 0.2, 0.25, 0.3);
 #: docs/tuned-constants.md.
 TABULAR_SHARE = 0.2
 
