@@ -25,6 +25,10 @@ table views, for what a reader sees first:
   its viewed tables (a table page: the table the question names is where a reader looks
   first; a manual page with a table beside the prose that answers is not one). Among equal
   strengths a view comes first.
+- **A citation another shows whole is folded into it**: a heading or a definition's term cited
+  alone, a table row cited beside its table's view, a sentence cited beside a longer citation
+  holding it. Its text (global context included) is part of the other's, so a reader would read
+  it twice; the one showing it holds both path sets, keeps its text and is as strong as both.
 - **Results and citations come best first**: a result's score is its best citation's, and
   a result lists its citations by strength (its text keeps the page's reading order).
 - **The cut** (:class:`~spire_core.options.Cut`) names as evidence the strongest citations: at most
@@ -126,11 +130,13 @@ def rank_evidence(
         for sub, page in zip(results, merged, strict=True)
     ]
     _score_views(scored, [_tabular(sub, page) for sub, page in zip(results, merged, strict=True)])
+    keys: dict[str, str] = {}
+    scored = [_fold(page, keys) for page in scored]
     ranked: list[Subdocument] = []
     for sub, page in zip(results, scored, strict=True):
         # strongest first; among equals a view first (it holds the cells), then the aggregation's order
         order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
-        citations = [page[n][0] for n in order]
+        citations = [_pointed(page[n][0], keys) for n in order]
         seeds = frozenset().union(*(c.paths for c in citations)) if citations else sub.seeds
         ranked.append(
             replace(sub, seeds=seeds, citations=citations, score=citations[0].score or 0.0 if citations else 0.0)
@@ -144,6 +150,49 @@ def rank_evidence(
         replace(sub, citations=[replace(c, evidence=(r, i) in named) for i, c in enumerate(sub.citations)])
         for r, sub in enumerate(ranked)
     ]
+
+
+def _fold(page: list[tuple[Citation, bool]], keys: dict[str, str]) -> list[tuple[Citation, bool]]:
+    """``page``'s scored citations with each one that another shows whole (its text, global
+    context included, is part of the other's: a heading or a definition's term alone, a cell
+    of a viewed table) folded into the strongest one showing it: that one holds both path sets,
+    keeps its text and is as strong as both (module docstring). ``keys`` gains each changed
+    citation's old key -> its new one."""
+    order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
+    texts = [c.text.strip() for c, _ in page]
+    into: dict[int, int] = {}  # folded -> the one it went into
+    for n in order:
+        if texts[n]:
+            by = next(
+                (m for m in order if m not in into and len(texts[m]) > len(texts[n]) and texts[n] in texts[m]), -1
+            )
+            if by >= 0:
+                into[n] = by
+    if not into:
+        return page
+    out = list(page)
+    for n in order:  # strongest first: a chain folds into its end
+        if n in into:
+            end = into[n]
+            while end in into:
+                end = into[end]
+            (c, view), (held, _) = out[end], out[n]
+            refs = tuple(dict.fromkeys((*c.references, *held.references)))
+            score = max(c.score or 0.0, held.score or 0.0)
+            out[end] = (replace(c, paths=c.paths | held.paths, score=score, references=refs), view)
+    kept = [out[n] for n in range(len(page)) if n not in into]
+    for n, (c, _) in enumerate(page):
+        end = n
+        while end in into:
+            end = into[end]
+        if out[end][0].paths != c.paths:
+            keys[c.key()] = out[end][0].key()
+    return kept
+
+
+def _pointed(c: Citation, keys: dict[str, str]) -> Citation:
+    """``c`` with its ``referenced_by`` following a folded citation to the one holding it (:func:`_fold`)."""
+    return replace(c, referenced_by=keys[c.referenced_by]) if c.referenced_by in keys else c
 
 
 def _rekey(results: Sequence[Subdocument], merged: list[list[tuple[Citation, list[frozenset[Path]] | None]]]) -> None:

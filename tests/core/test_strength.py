@@ -14,7 +14,8 @@ from spire_core import Document, PassageHit, approx_tokens, parse_html, seeds
 from spire_core.options import Cut, QueryOptions
 from spire_core.pipeline import run_query
 from spire_core.query.lexical import LexicalIndex
-from spire_core.query.strength import ranked_evidence
+from spire_core.query.strength import _fold, _pointed, ranked_evidence
+from spire_core.values import Citation
 
 FILLER = [
     "The archive keeps every record for later inspection by the staff.",
@@ -184,3 +185,40 @@ def test_a_table_beside_the_prose_that_answers_is_not_cited_first() -> None:
     cited = ranked_evidence(results, context=True)
     assert any("|---" in c.text for c in cited)  # the table was viewed, and is delivered
     assert "every four hours" in cited[0].text
+
+
+# a reference page: each definition's term is a sentence of its own, and names the question's words best
+REFERENCE_PAGE = """<html><head><title>Regular expressions</title></head><body>
+<h1>Regular expressions</h1><h2>Functions</h2>
+<dl><dt>compile(pattern)</dt><dd>Compile a regular expression pattern into a pattern object.
+The object can be used for matching.</dd>
+<dt>purge()</dt><dd>Clear the regular expression cache.</dd>
+<dt>escape(pattern)</dt><dd>Escape special characters in pattern.
+This is useful to match an arbitrary literal string.</dd></dl>
+<h2>Caching</h2><p>Compiled patterns are kept in a cache of limited size. The most recent patterns are reused.</p>
+</body></html>"""
+
+
+def test_a_term_cited_alone_is_folded_into_its_definition() -> None:
+    doc = parse_html(REFERENCE_PAGE, doc_id="re.html")
+    results = _query(doc, "What does purge() do?")
+    cited = ranked_evidence(results, context=True)
+    # the term alone was the strongest match; the citation showing it (its definition under it) comes first
+    assert cited[0].text.endswith("purge()\n: Clear the regular expression cache.")
+    term = next(u.paths for u in seeds(doc, unit="sentence") if u.text.endswith("purge()"))
+    assert term <= cited[0].paths  # it holds the term's sentence
+    # no citation repeats another of its page whole: a reader reads each sentence once
+    for c in cited:
+        assert not any(o is not c and c.text.strip() in o.text for o in cited if o.doc_id == c.doc_id)
+    # nothing is lost: every path the results delivered is still cited
+    assert frozenset().union(*(c.paths for c in cited)) == frozenset().union(*(sub.seeds for sub in results))
+
+
+def test_a_reference_made_by_a_folded_citation_points_at_the_one_holding_it() -> None:
+    term = Citation("p", frozenset({(1, 0)}), "# Title\n\npurge()", score=0.6)
+    definition = Citation("p", frozenset({(1, 1)}), "# Title\n\npurge()\n: Clear the cache.", score=0.4)
+    followed = Citation("q", frozenset({(2, 0)}), "The cache.", score=0.3, referenced_by=term.key())
+    keys: dict[str, str] = {}
+    page = _fold([(term, False), (definition, False)], keys)
+    assert [(c.paths, c.text, c.score) for c, _ in page] == [((term.paths | definition.paths), definition.text, 0.6)]
+    assert _pointed(followed, keys).referenced_by == page[0][0].key()
