@@ -155,17 +155,15 @@ def rank_evidence(
 def _fold(page: list[tuple[Citation, bool]], keys: dict[str, str]) -> list[tuple[Citation, bool]]:
     """``page``'s scored citations with each one that another shows whole (its text, global
     context included, is part of the other's: a heading or a definition's term alone, a cell
-    of a viewed table) folded into the strongest one showing it: that one holds both path sets,
+    of a viewed table, the same text twice) folded into the strongest one showing it: that one holds both path sets,
     keeps its text and is as strong as both (module docstring). ``keys`` gains each changed
     citation's old key -> its new one."""
     order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
     texts = [c.text.strip() for c, _ in page]
     into: dict[int, int] = {}  # folded -> the one it went into
-    for n in order:
-        if texts[n]:
-            by = next(
-                (m for m in order if m not in into and len(texts[m]) > len(texts[n]) and texts[n] in texts[m]), -1
-            )
+    for at, n in enumerate(order):
+        if texts[n]:  # into a longer one, or the first of those with the same text
+            by = next((m for k, m in enumerate(order) if m not in into and _shows(texts[m], texts[n], k < at)), -1)
             if by >= 0:
                 into[n] = by
     if not into:
@@ -188,6 +186,12 @@ def _fold(page: list[tuple[Citation, bool]], keys: dict[str, str]) -> list[tuple
         if out[end][0].paths != c.paths:
             keys[c.key()] = out[end][0].key()
     return kept
+
+
+def _shows(text: str, other: str, before: bool) -> bool:
+    """Whether ``text`` shows ``other`` whole: it is longer and holds it, or is the same text
+    and ``before`` (listed first)."""
+    return (len(text) > len(other) or (before and text == other)) and other in text
 
 
 def _pointed(c: Citation, keys: dict[str, str]) -> Citation:

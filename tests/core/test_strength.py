@@ -222,3 +222,13 @@ def test_a_reference_made_by_a_folded_citation_points_at_the_one_holding_it() ->
     page = _fold([(term, False), (definition, False)], keys)
     assert [(c.paths, c.text, c.score) for c, _ in page] == [((term.paths | definition.paths), definition.text, 0.6)]
     assert _pointed(followed, keys).referenced_by == page[0][0].key()
+
+
+def test_the_same_text_cited_twice_is_one_citation() -> None:
+    row = "# Clubs\n\n| Club | Ground |\n|---|---|\n| Sholing | VT Group Sports Ground |"
+    first, again = (
+        Citation("p", frozenset({(1, 0)}), row, score=0.5),
+        Citation("p", frozenset({(1, 1)}), row, score=0.4),
+    )
+    page = _fold([(first, True), (again, False)], {})
+    assert [(c.paths, c.score, view) for c, view in page] == [(first.paths | again.paths, 0.5, True)]
