@@ -17,7 +17,15 @@ with ``dpkg -x`` under ``.cache/``, once), starts a throw-away Postgres with pgv
   embedding included, embedding excluded (pgvector search + SPIRE aggregation), and the bare
   pgvector search, each with a cold and a warm parsed-page cache;
 - the judge's scores of SPIRE (through Postgres) and ``fixed-256`` (the runner's baseline,
-  same model and budget) on the same questions and corpus.
+  same model and budget) on the same questions and corpus;
+- a new query process's first question (:func:`first_question`), its lexical index restored from
+  the database and built from every page.
+
+``--lexicon-only`` measures the last alone, over the corpus's pages stored without their units
+(nothing embedded: minutes instead of the hour of the full run; the lexical index is built from the
+pages alone):
+
+    python -m benchmarks.scale --lexicon-only --json
 
 The table goes to stdout (``--json``: one JSON object), progress to stderr.
 """
@@ -177,6 +185,7 @@ def ingest(
         "driver_peak_mib": round(driver["peak_mib"], 1),
         "driver_growth_mib": round(driver["peak_mib"] - driver["start_mib"], 1),
         "worker_peak_mib": round(report.worker_peak_mib, 1),
+        "lexicon_seconds": round(report.lexicon_seconds, 1),
     }
     _log(
         f"  {report.pages} pages, {report.units} units in {report.seconds:.0f}s: {report.pages_per_s:.3f} pages/s, "
@@ -263,6 +272,81 @@ def fixed_chunks(corpus: Path, budget: int) -> tuple[Any, list[Any]]:
     return dataset, predictions["fixed-256"]
 
 
+def first_question_here(uri: str, table: str, question: str, budget: int) -> dict[str, Any]:
+    """This process's first question over index ``table`` (the model loaded first): seconds to the
+    answer, the pages its lexical index parsed, and a second question's seconds."""
+    from spire_llamaindex import SpireRetriever, default_embeddings
+    from spire_llamaindex.postgres import postgres_index
+
+    model = default_embeddings()
+    model.get_query_embedding("warm up the model")
+    clock = time.perf_counter()
+    retriever = SpireRetriever(postgres_index(uri, table=table, embed_model=model), budget=budget)
+    parsed = 0
+    if retriever.lexicon is not None:
+        parse = retriever.lexicon.pages
+
+        def counted(doc_id: str) -> Any:
+            nonlocal parsed
+            parsed += 1
+            return parse(doc_id)
+
+        retriever.lexicon.pages = counted
+    results = retriever.retrieve_subdocuments(question)
+    first = time.perf_counter() - clock
+    clock = time.perf_counter()
+    retriever.retrieve_subdocuments(question + "?")
+    return {
+        "seconds": round(first, 2),
+        "lexicon_pages_parsed": parsed,
+        "results": len(results),
+        "second_question_seconds": round(time.perf_counter() - clock, 3),
+    }
+
+
+def first_question(uri: str, table: str, question: str, budget: int) -> dict[str, dict[str, Any]]:
+    """A new query process's first question, its lexical index restored from the database (what
+    :func:`~spire_llamaindex.postgres.save_lexicon` saved before), then built from every page (the
+    saved index dropped first: a later process builds it again until the next save)."""
+    from spire_llamaindex.postgres import LexiconTable
+
+    def run() -> dict[str, Any]:
+        code = (
+            "import json, sys; from benchmarks.scale import first_question_here as f; "
+            "print(json.dumps(f(*json.loads(sys.argv[1]))))"
+        )
+        args = json.dumps([uri, table, question, budget])
+        done = subprocess.run([sys.executable, "-c", code, args], cwd=ROOT, check=True, capture_output=True, text=True)
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    saved = LexiconTable(uri, table)
+    out = {"restored": {**run(), "blob_mib": _blob_mib(uri, saved.table)}}
+    saved.delete()
+    out["built"] = run()
+    return out
+
+
+def _blob_mib(uri: str, name: str) -> float:
+    import psycopg2
+
+    with psycopg2.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT max(octet_length(data)) FROM {name}")
+        return round(int(cur.fetchone()[0]) / 2**20, 2)
+
+
+def store_pages(corpus: Path, uri: str, table: str) -> int:
+    """The corpus's pages stored alone (no units) in index ``table``: what its lexical index is built from."""
+    from spire_llamaindex import html_files, read_page
+    from spire_llamaindex.postgres import page_store
+
+    docstore = page_store(uri, table=table)
+    files = html_files(corpus / "pages")
+    for start in range(0, len(files), 64):
+        batch = [read_page(path, corpus) for path in files[start : start + 64]]
+        docstore.add_documents(batch, allow_update=True, store_text=True)
+    return len(files)
+
+
 # the throw-away server lives in spire_runtime (docs/scale.md's snippet starts one); re-exported here
 postgres = local_postgres
 
@@ -271,6 +355,7 @@ postgres = local_postgres
 def measure(args: argparse.Namespace, stage: Callable[[str], None] = _log) -> dict[str, Any]:
     """Every figure of the benchmark, as one JSON-ready dict."""
     from benchmarks.run import find_judge, score
+    from spire_llamaindex.postgres import page_store, save_lexicon
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -278,6 +363,19 @@ def measure(args: argparse.Namespace, stage: Callable[[str], None] = _log) -> di
     questions = manual_questions(args.questions)
     corpus = build_corpus(manual, questions, args.pages, args.cache)
     files = sorted((corpus / GOLD_PREFIX).glob("*.html"))
+    if args.lexicon_only:
+        load = [round(x, 2) for x in os.getloadavg()]
+        with postgres() as uri:
+            stage(f"storing the corpus's {len(files)} pages (no units)")
+            pages = store_pages(corpus, uri, "spire")
+            stage("saving the lexical index")
+            clock = time.perf_counter()
+            if not save_lexicon(page_store(uri, table="spire")):
+                raise RuntimeError("the lexical index was not saved (see the log)")
+            saved = round(time.perf_counter() - clock, 1)
+            stage("a new process's first question, the lexical index restored, then built")
+            first = first_question(uri, "spire", questions[0]["question"], args.budget)
+        return {"corpus_pages": pages, "load_average_at_start": load, "lexicon_save_seconds": saved, **first}
     out: dict[str, Any] = {
         "manual_pages": len(list(manual.glob("*.html"))),
         "corpus_pages": len(files),
@@ -306,6 +404,8 @@ def measure(args: argparse.Namespace, stage: Callable[[str], None] = _log) -> di
         out["corpus"].update(database_size(uri, "spire"))
         stage(f"asking {len(questions)} questions")
         spire_predictions, out["latency"] = query_spire(uri, "spire", questions, args.budget, len(files))
+        stage("a new process's first question, the lexical index restored, then built")
+        out["first_question"] = first_question(uri, "spire", questions[0]["question"], args.budget)
     stage("fixed-256 on the same corpus")
     dataset, fixed_predictions = fixed_chunks(corpus, args.budget)
     judge = find_judge(DOCS_DEV, args.judge)
@@ -344,6 +444,13 @@ def table(result: dict[str, Any]) -> str:
     for key in ("with_embedding", "without_embedding", "pgvector_search"):
         cold, warm = result["latency"]["cold"][key], result["latency"]["warm"][key]
         rows.append(f"| {key} | {cold['p50_ms']} | {cold['p95_ms']} | {warm['p50_ms']} | {warm['p95_ms']} |")
+    first = result["first_question"]
+    rows += [
+        "",
+        f"first question of a new process: {first['restored']['seconds']} s with the lexical index restored "
+        f"({first['restored']['blob_mib']} MiB, saved in {result['corpus']['lexicon_seconds']} s after ingesting), "
+        f"{first['built']['seconds']} s built from {first['built']['lexicon_pages_parsed']} pages",
+    ]
     rows += ["", "| system | answer_recall | interpretable | ratio | tokens |", "|---|---|---|---|---|"]
     for name, s in result["quality"].items():
         rows.append(
@@ -364,13 +471,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--judge", type=Path, help="score.py (default: found above the questions)")
     p.add_argument("--cache", type=Path, default=CACHE, help="where the manual and corpus go (default .cache/scale)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument(
+        "--lexicon-only",
+        action="store_true",
+        help="only a new process's first question, lexical index restored and built, over the pages stored alone",
+    )
     return p.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     result = measure(args)
-    print(json.dumps(result, indent=2) if args.json else table(result))
+    print(json.dumps(result, indent=2) if args.json or args.lexicon_only else table(result))
     return 0
 
 

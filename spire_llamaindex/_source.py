@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from threading import Lock
-from typing import Any
+from typing import Any, Protocol
+from weakref import WeakKeyDictionary
 
 from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
@@ -27,8 +28,6 @@ from spire_core.query.lexical import Lexicon
 from spire_core.reading.decoding import DEFAULT_MAX_BYTES, decode
 from spire_core.reading.parse import page_kind
 from spire_runtime.pages import declared_kind_of
-
-from .postgres import page_hashes
 
 log = logging.getLogger("spire_llamaindex")
 
@@ -81,6 +80,37 @@ def source_text(node: BaseNode) -> str:
     return text if isinstance(text, str) else node.get_content(metadata_mode=MetadataMode.NONE)
 
 
+class StoreBackend(Protocol):
+    """What a docstore's database adds to :class:`SourceDocuments` (:func:`register_backend`;
+    :func:`spire_llamaindex.postgres.page_store` registers its own)."""
+
+    def read_hashes(self, doc_ids: Iterable[str], docstore: BaseDocumentStore) -> dict[str, str] | None:
+        """``doc_id -> hash`` of those of ``doc_ids`` that are stored, in one query (None: not available)."""
+        ...
+
+    def lexicon(
+        self, versions: Callable[[], Mapping[str, str | None]], pages: Callable[[str], Document], policy: Policy
+    ) -> Lexicon:
+        """The :class:`~spire_core.query.lexical.Lexicon` over the docstore's pages (``versions``, ``pages``)."""
+        ...
+
+
+_BACKENDS: WeakKeyDictionary[Any, StoreBackend] = WeakKeyDictionary()
+
+
+def register_backend(docstore: BaseDocumentStore, backend: StoreBackend) -> None:
+    """Have the :class:`SourceDocuments` of ``docstore`` use ``backend``."""
+    _BACKENDS[docstore] = backend
+
+
+def backend_of(docstore: BaseDocumentStore) -> StoreBackend | None:
+    """The backend registered for ``docstore`` (None: none, or not weakly referable)."""
+    try:
+        return _BACKENDS.get(docstore)
+    except TypeError:
+        return None
+
+
 class SourceDocuments:
     """Source pages by document id: read from a LlamaIndex docstore, parsed once (bounded LRU).
 
@@ -124,7 +154,12 @@ class SourceDocuments:
         return {page: digest for digest, page in self.docstore.get_all_document_hashes().items()}
 
     def lexicon(self, policy: Policy = HTML) -> Lexicon:
-        """A :class:`~spire_core.query.lexical.Lexicon` over these pages, rendered by ``policy``."""
+        """A :class:`~spire_core.query.lexical.Lexicon` over these pages, rendered by ``policy``: over
+        a :func:`~spire_llamaindex.postgres.page_store`, a
+        :class:`~spire_llamaindex.postgres.PostgresLexicon` (it starts from the index saved in Postgres)."""
+        backend = backend_of(self.docstore)
+        if backend is not None:
+            return backend.lexicon(self.versions, self, policy)
         return Lexicon(self.versions, self, policy=policy)
 
     def __contains__(self, doc_id: object) -> bool:
@@ -139,8 +174,8 @@ class SourceDocuments:
         """The docstore's hashes of those of ``doc_ids`` that are stored, read in one query where
         the docstore allows it (a :func:`~spire_llamaindex.postgres.page_store`); else empty (each
         page's hash is read when the page is asked for)."""
-        reader = page_hashes(self.docstore)
-        found = reader.read(doc_ids, self.docstore) if reader is not None else None
+        backend = backend_of(self.docstore)
+        found = backend.read_hashes(doc_ids, self.docstore) if backend is not None else None
         return found or {}
 
     def _hash(self, doc_id: str) -> str | None:

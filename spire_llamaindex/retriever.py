@@ -118,7 +118,8 @@ class SpireRetriever(BaseRetriever):
     :func:`spire_core.to_metadata` (``spire_citations``: the citations, strongest first),
     hidden from the LLM-visible text. With ``lexical`` (the default), a BM25 index over every
     sentence of the stored pages (:class:`spire_core.query.lexical.Lexicon`: built by
-    ``from_documents``, read from a ``spire index`` store, else built at the first query; kept
+    ``from_documents``, read from a ``spire index`` store or from Postgres at the first query
+    (:func:`spire_llamaindex.postgres.save_lexicon`), else built at the first query; kept
     in step with the docstore) is fused with the vector ranking, so a sentence
     naming the question's rare words is found even when its passage's vector averages it away;
     it is off with ``filters``, which it cannot apply. With ``resolve_refs``, the references of

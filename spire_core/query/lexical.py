@@ -67,6 +67,7 @@ pages and saves it beside the store's vectors.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import logging
 import re
@@ -464,6 +465,21 @@ class LexicalIndex:
         written: :meth:`load` re-indexes the terms, so a loaded index can still be updated."""
         folder = FsPath(folder)
         folder.mkdir(parents=True, exist_ok=True)
+        meta, ids, lengths = self._parts()
+        (folder / INDEX_FILE).write_bytes(meta)
+        np.save(folder / TERMS_FILE, ids)
+        np.save(folder / LENGTHS_FILE, lengths)
+
+    def to_bytes(self) -> bytes:
+        """The index as one blob (e.g. for a database): what :meth:`save` writes, its three files
+        as the members of an ``.npz`` archive (CRC-checked when read). :meth:`from_bytes` reads it."""
+        meta, ids, lengths = self._parts()
+        out = io.BytesIO()
+        np.savez(out, index=np.frombuffer(meta, dtype=np.uint8), terms=ids, lengths=lengths)
+        return out.getvalue()
+
+    def _parts(self) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """The contents of :meth:`save`'s three files: gzipped JSON, terms, lengths."""
         vocab: dict[str, int] = {}
         ids: list[int] = []
         lengths: list[int] = []
@@ -475,9 +491,7 @@ class LexicalIndex:
             ids.extend(vocab.setdefault(self._words[t], len(vocab)) for t in page_ids.tolist())
         meta = {"format": _FORMAT, "settings": self.settings.__dict__, "vocab": list(vocab), "pages": pages}
         text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
-        (folder / INDEX_FILE).write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0))
-        np.save(folder / TERMS_FILE, _narrow(ids))
-        np.save(folder / LENGTHS_FILE, _narrow(lengths))
+        return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0), _narrow(ids), _narrow(lengths)
 
     @classmethod
     def load(cls, folder: str | FsPath) -> LexicalIndex:
@@ -485,39 +499,59 @@ class LexicalIndex:
         the files are missing or are not what :meth:`save` writes."""
         folder = FsPath(folder)
         try:
-            return cls._read(folder)
+            return cls._read(
+                (folder / INDEX_FILE).read_bytes(),
+                np.load(folder / TERMS_FILE),
+                np.load(folder / LENGTHS_FILE),
+                str(folder),
+            )
         except (EOFError, zlib.error, KeyError, IndexError, TypeError, AttributeError) as err:
             raise ValueError(f"{folder}: not a lexical index ({type(err).__name__}: {err})") from None
 
     @classmethod
-    def _read(cls, folder: FsPath) -> LexicalIndex:
-        meta = json.loads(gzip.decompress((folder / INDEX_FILE).read_bytes()))
+    def from_bytes(cls, data: bytes) -> LexicalIndex:
+        """The index :meth:`to_bytes` made. Raises ``ValueError`` for anything else: a damaged or
+        foreign blob, or an index of another format (to be rebuilt, never misread)."""
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+                meta, ids, lengths = archive["index"].tobytes(), archive["terms"], archive["lengths"]
+            return cls._read(meta, ids, lengths, "blob")
+        except ValueError:
+            raise
+        except Exception as err:  # zipfile, gzip, numpy and json each raise their own on damaged bytes
+            raise ValueError(f"not a lexical index ({type(err).__name__}: {err})") from None
+
+    @classmethod
+    def _read(cls, gzipped: bytes, terms_ids: np.ndarray, terms_lengths: np.ndarray, where: str) -> LexicalIndex:
+        meta = json.loads(gzip.decompress(gzipped))
         if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-            raise ValueError(f"{folder}: not a lexical index of format {_FORMAT}")
+            raise ValueError(f"{where}: not a lexical index of format {_FORMAT}")
+        if terms_ids.dtype.kind != "u" or terms_lengths.dtype.kind != "u":
+            raise ValueError(f"{where}: the terms are not unsigned integers")
         index = cls(**meta["settings"])
         vocab: list[str] = meta["vocab"]
         terms = [index._term_id(t) for t in vocab]  # the file's ids -> the index's
-        ids = np.load(folder / TERMS_FILE).tolist()
-        lengths = np.load(folder / LENGTHS_FILE).tolist()
+        ids = terms_ids.tolist()
+        lengths = terms_lengths.tolist()
         row = start = 0
         for page in meta["pages"]:
             paths = page["paths"]
             if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                raise ValueError(f"{folder}: the path sets of page {page.get('id')!r} are not strings")
+                raise ValueError(f"{where}: the path sets of page {page.get('id')!r} are not strings")
             for p in paths:
                 decode_paths(p)  # raises PathFormatError (a ValueError) on a damaged one
             page_lengths = lengths[row : row + len(paths)]
             end = start + sum(page_lengths)
             if len(page_lengths) != len(paths) or end > len(ids):
-                raise ValueError(f"{folder}: the terms do not match the pages")
+                raise ValueError(f"{where}: the terms do not match the pages")
             language = page.get("language")
             if language is not None and not isinstance(language, str):
-                raise ValueError(f"{folder}: the language of page {page.get('id')!r} is not a string")
+                raise ValueError(f"{where}: the language of page {page.get('id')!r} is not a string")
             words = [terms[t] for t in ids[start:end]]
             index._store(page["id"], paths, words, page_lengths, page.get("version"), language)
             start, row = end, row + len(paths)
         if start != len(ids) or row != len(lengths):
-            raise ValueError(f"{folder}: the terms do not match the pages")
+            raise ValueError(f"{where}: the terms do not match the pages")
         return index
 
 
@@ -538,8 +572,9 @@ class Lexicon:
     (a write that keeps no version). Hits of a lagging index are checked against the pages as read
     by the query pipeline, so a lag costs recall for a moment, never a wrong citation.
 
-    :meth:`save` writes the index beside a store's other files and :meth:`restore` reads it back,
-    so a reopened store re-indexes only the pages that changed since (no page parsed otherwise).
+    :meth:`save` writes the index beside a store's other files (:meth:`to_bytes`: as one blob, e.g.
+    into a database) and :meth:`restore` reads it back, so a reopened store re-indexes only the
+    pages that changed since (no page parsed otherwise).
     """
 
     def __init__(
@@ -596,6 +631,13 @@ class Lexicon:
         with self._lock:
             self._sync(now=True)
             self.index.save(folder)
+
+    def to_bytes(self) -> bytes:
+        """Bring the index in step with the pages now and return it as one blob
+        (:meth:`LexicalIndex.to_bytes`; :meth:`LexicalIndex.from_bytes` and :meth:`restore` read it back)."""
+        with self._lock:
+            self._sync(now=True)
+            return self.index.to_bytes()
 
     def restore(self, index: LexicalIndex) -> None:
         """Start from ``index`` (e.g. :meth:`LexicalIndex.load` of what :meth:`save` wrote): the

@@ -13,8 +13,9 @@ import ray
 
 from spire_app.cli import main
 from spire_app.ray_ingest import ray_index
+from spire_core import HTML
 from spire_llamaindex import SpireRetriever
-from spire_llamaindex.postgres import postgres_index
+from spire_llamaindex.postgres import LexiconTable, postgres_index
 
 TABLE = "ray_pages"
 
@@ -66,6 +67,11 @@ def test_ray_index_is_idempotent_and_skips_failures(
     assert list(first.failed) == ["broken.html"] and first.failed["broken.html"]
     assert first.units == sum(units_of(postgres_uri, name) for name in PAGES) > 0
     assert first.stage_seconds["embed"] > 0 and first.worker_peak_mib > 0
+    # the lexical index is kept in the database: a query process reads it instead of parsing the pages
+    assert first.lexicon_saved and first.lexicon_seconds > 0
+    saved = LexiconTable(postgres_uri, TABLE).read(HTML.name)
+    assert saved is not None and sorted(saved.pages) == sorted(PAGES)
+    first_versions = dict(saved.versions)
 
     answer = SpireRetriever(postgres_index(postgres_uri, table=TABLE), budget=200).retrieve_subdocuments(
         "When does the night train leave?"
@@ -84,3 +90,5 @@ def test_ray_index_is_idempotent_and_skips_failures(
     assert main(["query", "--db", postgres_uri, "--table", TABLE, "--json", "How long does green tea steep?"]) == 0
     best = json.loads(capsys.readouterr().out)["results"][0]
     assert best["doc_id"] == "tea.html" and "3 minutes" in best["text"] and "2 minutes" not in best["text"]
+    saved = LexiconTable(postgres_uri, TABLE).read(HTML.name)  # saved again with the new version of tea.html
+    assert saved is not None and saved.versions["tea.html"] != first_versions["tea.html"]
