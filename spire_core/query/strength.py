@@ -27,8 +27,9 @@ table views, for what a reader sees first:
   strengths a view comes first.
 - **A citation another shows whole is folded into it**: a heading or a definition's term cited
   alone, a table row cited beside its table's view, a sentence cited beside a longer citation
-  holding it. Its text (global context included) is part of the other's, so a reader would read
-  it twice; the one showing it holds both path sets, keeps its text and is as strong as both.
+  holding it, the same text twice. The other renders its sentences, or its text (global
+  context included) holds the other's, so a reader would read it twice; the one showing it
+  holds both path sets, keeps its text and is as strong as both.
 - **Results and citations come best first**: a result's score is its best citation's, and
   a result lists its citations by strength (its text keeps the page's reading order).
 - **The cut** (:class:`~spire_core.options.Cut`) names as evidence the strongest citations: at most
@@ -153,17 +154,17 @@ def rank_evidence(
 
 
 def _fold(page: list[tuple[Citation, bool]], keys: dict[str, str]) -> list[tuple[Citation, bool]]:
-    """``page``'s scored citations with each one that another shows whole (its text, global
-    context included, is part of the other's: a heading or a definition's term alone, a cell
-    of a viewed table, the same text twice) folded into the strongest one showing it: that one holds both path sets,
-    keeps its text and is as strong as both (module docstring). ``keys`` gains each changed
-    citation's old key -> its new one."""
+    """``page``'s scored citations with each one that another shows whole (:func:`_shows`: a
+    heading or a definition's term cited alone, a row of a viewed table, the same text twice)
+    folded into the strongest one showing it: that one holds both path sets, keeps its text and
+    is as strong as both (module docstring). ``keys`` gains each changed citation's old key ->
+    its new one."""
     order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
-    texts = [c.text.strip() for c, _ in page]
-    into: dict[int, int] = {}  # folded -> the one it went into
+    cited = [(c.text.strip(), c.paths) for c, _ in page]
+    into: dict[int, int] = {}  # folded -> the one it went into (never itself folded by then: no circle)
     for at, n in enumerate(order):
-        if texts[n]:  # into a longer one, or the first of those with the same text
-            by = next((m for k, m in enumerate(order) if m not in into and _shows(texts[m], texts[n], k < at)), -1)
+        if cited[n][0]:
+            by = next((m for k, m in enumerate(order) if m not in into and _shows(cited[m], cited[n], k < at)), -1)
             if by >= 0:
                 into[n] = by
     if not into:
@@ -188,10 +189,14 @@ def _fold(page: list[tuple[Citation, bool]], keys: dict[str, str]) -> list[tuple
     return kept
 
 
-def _shows(text: str, other: str, before: bool) -> bool:
-    """Whether ``text`` shows ``other`` whole: it is longer and holds it, or is the same text
-    and ``before`` (listed first)."""
-    return (len(text) > len(other) or (before and text == other)) and other in text
+def _shows(cited: tuple[str, frozenset[Path]], other: tuple[str, frozenset[Path]], before: bool) -> bool:
+    """Whether a citation (its text, global context included, and its path set) shows ``other``
+    whole: it renders every sentence of the other (a proper superset of its paths), or its text
+    holds the other's and is longer (or the same, and ``before``: listed first)."""
+    (text, paths), (other_text, other_paths) = cited, other
+    if other_paths < paths:
+        return True
+    return (len(text) > len(other_text) or (before and text == other_text)) and other_text in text
 
 
 def _pointed(c: Citation, keys: dict[str, str]) -> Citation:

@@ -232,3 +232,13 @@ def test_the_same_text_cited_twice_is_one_citation() -> None:
     )
     page = _fold([(first, True), (again, False)], {})
     assert [(c.paths, c.score, view) for c, view in page] == [(first.paths | again.paths, 0.5, True)]
+
+
+def test_a_row_cited_beside_its_tables_view_is_folded_into_the_view() -> None:
+    doc = parse_html(TABLE_PAGE, doc_id="towers.html")
+    results = _query(doc, "Which lighthouse tower has the greatest height?")
+    cited = ranked_evidence(results, context=True)
+    assert any("|---" in c.text for c in cited)  # the view
+    # no citation renders only sentences another one renders too
+    assert not [(a.text, b.text) for a in cited for b in cited if a.doc_id == b.doc_id and a.paths < b.paths]
+    assert frozenset().union(*(c.paths for c in cited)) == frozenset().union(*(sub.seeds for sub in results))
