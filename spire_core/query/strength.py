@@ -24,7 +24,8 @@ table views, for what a reader sees first:
   tabular: at least :data:`TABULAR_SHARE` of the sentences admitted from its page lie in
   its viewed tables (a table page: the table the question names is where a reader looks
   first; a manual page with a table beside the prose that answers is not one). Among equal
-  strengths a view comes first.
+  strengths a view comes first, unless it holds none of its page's admitted sentences (the
+  table ranking named it, no seed reached it): then after the citations as strong.
 - **A citation another shows whole is folded into it**: a heading or a definition's term cited
   alone, a table row cited beside its table's view, a sentence cited beside a longer citation
   holding it, the same text twice. The other renders its sentences, or its text (global
@@ -135,7 +136,7 @@ def rank_evidence(
     scored = [_fold(page, keys) for page in scored]
     ranked: list[Subdocument] = []
     for sub, page in zip(results, scored, strict=True):
-        # strongest first; among equals a view first (it holds the cells), then the aggregation's order
+        # strongest first; among equals a view holding cells first, then the aggregation's order
         order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
         citations = [_pointed(page[n][0], keys) for n in order]
         seeds = frozenset().union(*(c.paths for c in citations)) if citations else sub.seeds
@@ -160,6 +161,8 @@ def _fold(page: list[tuple[Citation, bool]], keys: dict[str, str]) -> list[tuple
     is as strong as both (module docstring). ``keys`` gains each changed citation's old key ->
     its new one."""
     order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
+    # a followed reference's citation stays as it is: a reference names its key (``Reference.cited``)
+    order = [n for n in order if page[n][0].referenced_by is None]
     cited = [(c.text.strip(), c.paths) for c, _ in page]
     into: dict[int, int] = {}  # folded -> the one it went into (never itself folded by then: no circle)
     for at, n in enumerate(order):
@@ -234,21 +237,25 @@ def _tabular(sub: Subdocument, merged: Sequence[tuple[Citation, list[frozenset[P
 
 def _score_views(pages: list[list[tuple[Citation, bool]]], tabular: Sequence[bool]) -> None:
     """Give each table view (``(citation, True)``, scored by its table's ranking) its strength, in
-    place (module docstring; ``tabular``: whether each page's evidence is tabular, :func:`_tabular`)."""
-    views = []  # (the table's ranking value, the page, the view's place, its strength alone, as strong as can be)
+    place (module docstring; ``tabular``: whether each page's evidence is tabular, :func:`_tabular`).
+    The flag beside each citation then says whether it leads among equal strengths: a view
+    holding none of its page's admitted sentences does not."""
+    views = []  # (the table's ranking value, the page, the view's place, its strength alone, as strong as can be,
+    #             whether it holds an admitted sentence)
     for page, table_page in zip(pages, tabular, strict=True):
         runs = [c.score or 0.0 for c, view in page if not view]
         for n, (v, view) in enumerate(page):
             if view:
                 held = [c.score or 0.0 for c, other in page if not other and c.paths <= v.paths]
                 alone = max(held) if held else min(runs, default=0.0)
-                views.append((v.score or 0.0, page, n, alone, max(runs, default=0.0) if table_page else alone))
+                best = max(runs, default=0.0) if table_page else alone
+                views.append((v.score or 0.0, page, n, alone, best, bool(held)))
     views.sort(key=lambda t: -t[0])
     floor = 0.0
     for rank in range(len(views) - 1, -1, -1):
-        _, page, n, alone, best = views[rank]
+        _, page, n, alone, best, holds = views[rank]
         floor = max(floor, best if rank == 0 else alone)
-        page[n] = (replace(page[n][0], score=floor), True)
+        page[n] = (replace(page[n][0], score=floor), holds)
 
 
 def ranked_evidence(results: Sequence[Subdocument], *, context: bool = False) -> list[Citation]:

@@ -14,7 +14,7 @@ from spire_core import Document, PassageHit, approx_tokens, parse_html, seeds
 from spire_core.options import Cut, QueryOptions
 from spire_core.pipeline import run_query
 from spire_core.query.lexical import LexicalIndex
-from spire_core.query.strength import _fold, _pointed, ranked_evidence
+from spire_core.query.strength import _fold, _pointed, _score_views, ranked_evidence
 from spire_core.values import Citation
 
 FILLER = [
@@ -242,3 +242,15 @@ def test_a_row_cited_beside_its_tables_view_is_folded_into_the_view() -> None:
     # no citation renders only sentences another one renders too
     assert not [(a.text, b.text) for a in cited for b in cited if a.doc_id == b.doc_id and a.paths < b.paths]
     assert frozenset().union(*(c.paths for c in cited)) == frozenset().union(*(sub.seeds for sub in results))
+
+
+def test_a_view_no_seed_reached_comes_after_the_citation_as_strong() -> None:
+    prose = Citation("p", frozenset({(1, 0)}), "The keeper trims the wick every four hours.", score=0.8)
+    cell = Citation("p", frozenset({(3, 0)}), "| Tower A | 20 m |", score=0.5)
+    named = Citation("p", frozenset({(2, 0), (2, 1)}), "| Tower | Year |", score=5.0)  # ranked first, holds no seed
+    holding = Citation("p", frozenset({(3, 0), (3, 1)}), "| Tower | Height |", score=4.0)
+    page = [(prose, False), (cell, False), (named, True), (holding, True)]
+    _score_views([page], [True])
+    # the best-ranked view is as strong as the page's best citation, but does not lead among equals
+    assert page[2] == (named, False) and page[2][0].score == 0.8
+    assert page[3][1] is True and page[3][0].score == 0.5  # a view holding a cell: as strong as it, and leads
