@@ -166,10 +166,13 @@ def _table(*rows: str) -> str:
 
 
 def test_a_retuned_value_fails() -> None:
-    right = parse_table(_table("| `query.strength.LEXICAL_WEIGHT` | 0.5 | tuned | docs dev | d374ea0 | x | y |"))
+    from spire_core.query.strength import LEXICAL_WEIGHT
+
+    held, other = LEXICAL_WEIGHT, LEXICAL_WEIGHT + 0.25
+    right = parse_table(_table(f"| `query.strength.LEXICAL_WEIGHT` | {held} | tuned | docs dev | d374ea0 | x | y |"))
     assert problems(right) == []
-    wrong = parse_table(_table("| `query.strength.LEXICAL_WEIGHT` | 0.75 | tuned | docs dev | d374ea0 | x | y |"))
-    assert problems(wrong) == ["query.strength.LEXICAL_WEIGHT: the code holds 0.5, the table 0.75"]
+    wrong = parse_table(_table(f"| `query.strength.LEXICAL_WEIGHT` | {other} | tuned | docs dev | d374ea0 | x | y |"))
+    assert problems(wrong) == [f"query.strength.LEXICAL_WEIGHT: the code holds {held}, the table {other}"]
 
 
 def test_a_changed_function_default_fails() -> None:
