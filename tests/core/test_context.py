@@ -654,10 +654,33 @@ def test_rules_add_only_their_kind_of_node(case: tuple[Document, frozenset[Path]
 @PROPERTY_SETTINGS
 @given(case=doc_and_sets())
 def test_html_is_the_union_of_the_rules(case: tuple[Document, frozenset[Path], frozenset[Path]]) -> None:
-    """Definition 5: GlobalCtx_HTML(P) = P ∪ title ∪ headers ∪ lists ∪ tables, here with the idioms' rules."""
+    """Definition 5: GlobalCtx_HTML(P) = P ∪ title ∪ headers ∪ lists ∪ tables, here with the idioms'
+    rules, taken until nothing changes: the rules meet (a cell's row label is context, and so is
+    that label's own column label, an empty header row's stand-in under the idioms), so the union
+    is closed, as idempotence asks."""
     doc, p, _ = case
-    union = p.union(*(global_context(doc, p, pol) for pol in (TITLE, HEADERS, LISTS, TABLES, IDIOMS)))
+    union = p
+    while True:
+        grown = union.union(*(global_context(doc, union, pol) for pol in (TITLE, HEADERS, LISTS, TABLES, IDIOMS)))
+        if grown == union:
+            break
+        union = grown
     assert global_context(doc, p, HTML) == union
+    # one round is the union of the paper's definition wherever the rules do not meet
+    assert p.union(*(global_context(doc, p, pol) for pol in (TITLE, HEADERS, LISTS, TABLES, IDIOMS))) <= union
+
+
+def test_a_row_labels_own_column_label_is_context_under_an_empty_header_row() -> None:
+    cells = "<td>Alpha.</td><td>Beta.</td><td>Gamma.</td>"
+    doc = parse_html(
+        "<html><body><table><thead><tr><th></th><th></th><th></th></tr></thead>"
+        f"<tbody><tr>{cells}</tr><tr>{cells}</tr></tbody></table></body></html>"
+    )
+    cell = (0, 0, 1, 1, 1)  # second body row, second column
+    g = global_context(doc, frozenset({cell}), HTML)
+    assert (0, 0, 1, 1, 0) in g  # its row label
+    assert (0, 0, 1, 0, 1) in g  # its column's stand-in label (the first body row: the header row is empty)
+    assert (0, 0, 1, 0, 0) in g  # the row label's own stand-in column label
 
 
 @PROPERTY_SETTINGS
