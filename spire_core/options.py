@@ -62,10 +62,11 @@ DEFAULT_RESOLVE_REFS = False
 #: The citation cut (:class:`Cut`): at most this many citations are named
 #: as evidence, each at least ``DEFAULT_MIN_SCORE`` strong and at least ``DEFAULT_RELATIVE_SCORE``
 #: times the strongest (tuned on the docs and wtq dev sets; docs/benchmarks.md, "Ranked evidence").
-#: Tuned on docs dev and wtq dev at 6de01af (min_score at d374ea0); docs/tuned-constants.md.
+#: Tuned on docs dev and wtq dev at 6de01af (min_score at d374ea0; relative_score again at 55499a3);
+#: docs/tuned-constants.md.
 DEFAULT_MAX_CITATIONS: int | None = 16
 DEFAULT_MIN_SCORE = 0.0
-DEFAULT_RELATIVE_SCORE = 0.3
+DEFAULT_RELATIVE_SCORE = 0.25
 
 
 @dataclass(frozen=True)
