@@ -136,9 +136,7 @@ def rank_evidence(
     scored = [_fold(page, keys) for page in scored]
     ranked: list[Subdocument] = []
     for sub, page in zip(results, scored, strict=True):
-        # strongest first; among equals a view holding cells first, then the aggregation's order
-        order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
-        citations = [_pointed(page[n][0], keys) for n in order]
+        citations = [_pointed(page[n][0], keys) for n in _strongest_first(page)]
         seeds = frozenset().union(*(c.paths for c in citations)) if citations else sub.seeds
         ranked.append(
             replace(sub, seeds=seeds, citations=citations, score=citations[0].score or 0.0 if citations else 0.0)
@@ -160,9 +158,8 @@ def _fold(page: list[tuple[Citation, bool]], keys: dict[str, str]) -> list[tuple
     folded into the strongest one showing it: that one holds both path sets, keeps its text and
     is as strong as both (module docstring). ``keys`` gains each changed citation's old key ->
     its new one."""
-    order = sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
     # a followed reference's citation stays as it is: a reference names its key (``Reference.cited``)
-    order = [n for n in order if page[n][0].referenced_by is None]
+    order = [n for n in _strongest_first(page) if page[n][0].referenced_by is None]
     cited = [(c.text.strip(), c.paths) for c, _ in page]
     into: dict[int, int] = {}  # folded -> the one it went into (never itself folded by then: no circle)
     for at, n in enumerate(order):
@@ -172,24 +169,29 @@ def _fold(page: list[tuple[Citation, bool]], keys: dict[str, str]) -> list[tuple
                 into[n] = by
     if not into:
         return page
-    out = list(page)
-    for n in order:  # strongest first: a chain folds into its end
-        if n in into:
-            end = into[n]
-            while end in into:
-                end = into[end]
-            (c, view), (held, _) = out[end], out[n]
-            refs = tuple(dict.fromkeys((*c.references, *held.references)))
-            score = max(c.score or 0.0, held.score or 0.0)
-            out[end] = (replace(c, paths=c.paths | held.paths, score=score, references=refs), view)
-    kept = [out[n] for n in range(len(page)) if n not in into]
-    for n, (c, _) in enumerate(page):
-        end = n
+    ends = {}  # folded -> the end of its chain, the one holding it at last
+    for n in into:
+        end = into[n]
         while end in into:
             end = into[end]
-        if out[end][0].paths != c.paths:
-            keys[c.key()] = out[end][0].key()
-    return kept
+        ends[n] = end
+    out = list(page)
+    for n in order:  # strongest first
+        if n in ends:
+            (c, view), (held, _) = out[ends[n]], out[n]
+            refs = tuple(dict.fromkeys((*c.references, *held.references)))
+            score = max(c.score or 0.0, held.score or 0.0)
+            out[ends[n]] = (replace(c, paths=c.paths | held.paths, score=score, references=refs), view)
+    for n, (c, _) in enumerate(page):
+        if out[ends.get(n, n)][0].paths != c.paths:
+            keys[c.key()] = out[ends.get(n, n)][0].key()
+    return [out[n] for n in range(len(page)) if n not in into]
+
+
+def _strongest_first(page: Sequence[tuple[Citation, bool]]) -> list[int]:
+    """The places of ``page``'s scored citations, strongest first; among equals one flagged
+    first (a view holding cells, :func:`_score_views`), then the aggregation's order."""
+    return sorted(range(len(page)), key=lambda n: (-(page[n][0].score or 0.0), not page[n][1], n))
 
 
 def _shows(cited: tuple[str, frozenset[Path]], other: tuple[str, frozenset[Path]], before: bool) -> bool:
@@ -203,7 +205,8 @@ def _shows(cited: tuple[str, frozenset[Path]], other: tuple[str, frozenset[Path]
 
 
 def _pointed(c: Citation, keys: dict[str, str]) -> Citation:
-    """``c`` with its ``referenced_by`` following a folded citation to the one holding it (:func:`_fold`)."""
+    """``c`` with its ``referenced_by`` following ``keys`` (old key -> the key of the citation now
+    holding that one: merged per passage, :func:`_rekey`, or folded, :func:`_fold`)."""
     return replace(c, referenced_by=keys[c.referenced_by]) if c.referenced_by in keys else c
 
 
@@ -220,8 +223,7 @@ def _rekey(results: Sequence[Subdocument], merged: list[list[tuple[Citation, lis
         return
     for page in merged:
         for n, (c, members) in enumerate(page):
-            if c.referenced_by in keys:
-                page[n] = (replace(c, referenced_by=keys[c.referenced_by]), members)
+            page[n] = (_pointed(c, keys), members)
 
 
 def _tabular(sub: Subdocument, merged: Sequence[tuple[Citation, list[frozenset[Path]] | None]]) -> bool:
