@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path as FsPath
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,6 @@ from spire_core.context import HTML, Policy
 from spire_core.document.tree import Document
 from spire_core.options import widest
 from spire_core.query.lexical import LexicalIndex, Lexicon
-from spire_core.values import Hit
 from spire_runtime.database import postgres_url
 from spire_runtime.defaults import DEFAULT_INDEX_NAME, MODEL_DIM
 
@@ -167,14 +165,6 @@ class PageHashes:
         return {str(key): str(digest) for key, digest in rows if digest is not None}
 
 
-def page_hashes(docstore: BaseDocumentStore) -> PageHashes | None:
-    """The :class:`PageHashes` of a docstore made by :func:`page_store` (None for any other)."""
-    from ._source import backend_of
-
-    backend = backend_of(docstore)
-    return backend.hashes if isinstance(backend, PostgresPages) else None
-
-
 #: The largest lexical index :class:`LexiconTable` writes (:meth:`LexicalIndex.to_bytes`): the whole
 #: PostgreSQL manual's (1,169 pages, 86,973 sentences) is 4.4 MiB.
 MAX_LEXICON_BYTES = 256 * 2**20
@@ -283,14 +273,6 @@ def _reason(err: Exception) -> str:
     return message.splitlines()[0] if message else type(err).__name__
 
 
-def lexicon_table(docstore: BaseDocumentStore) -> LexiconTable | None:
-    """The :class:`LexiconTable` of a docstore made by :func:`page_store` (None for any other)."""
-    from ._source import backend_of
-
-    backend = backend_of(docstore)
-    return backend.lexicons if isinstance(backend, PostgresPages) else None
-
-
 class PostgresLexicon(Lexicon):
     """A :class:`~spire_core.query.lexical.Lexicon` over a :func:`page_store`'s pages that starts
     from the index saved in its :class:`LexiconTable` (read once, at the first search or refresh:
@@ -306,42 +288,8 @@ class PostgresLexicon(Lexicon):
         policy: Policy = HTML,
         **kwargs: Any,
     ) -> None:
-        super().__init__(versions, pages, policy=policy, **kwargs)
+        super().__init__(versions, pages, policy=policy, saved=lambda: table.read(policy.name), **kwargs)
         self.table = table
-        self._read = False
-        self._read_lock = Lock()
-
-    def _start(self) -> None:
-        """Restore the saved index, the first time only (a restored or given index is kept)."""
-        if self._read:
-            return
-        with self._read_lock:
-            if not self._read:
-                saved = self.table.read(self.policy.name)
-                if saved is not None:
-                    super().restore(saved)
-                self._read = True
-
-    def restore(self, index: LexicalIndex) -> None:
-        with self._read_lock:
-            self._read = True  # what the caller gives wins over the saved one
-            super().restore(index)
-
-    def hits(self, query: str, n: int) -> list[Hit]:
-        self._start()
-        return super().hits(query, n)
-
-    def refresh(self) -> None:
-        self._start()
-        super().refresh()
-
-    def to_bytes(self) -> bytes:
-        self._start()
-        return super().to_bytes()
-
-    def save(self, folder: str | FsPath) -> None:
-        self._start()
-        super().save(folder)
 
     def save_to_postgres(self) -> bool:
         """Bring the index in step with the stored pages and write it to :attr:`table` (False,
@@ -365,6 +313,15 @@ class PostgresPages:
         self, versions: Callable[[], Mapping[str, str | None]], pages: Callable[[str], Document], policy: Policy
     ) -> PostgresLexicon:
         return PostgresLexicon(versions, pages, self.lexicons, policy=policy)
+
+
+def postgres_pages(docstore: BaseDocumentStore) -> PostgresPages | None:
+    """The :class:`PostgresPages` (its :class:`PageHashes` and :class:`LexiconTable`) of a docstore
+    made by :func:`page_store` (None for any other)."""
+    from ._source import backend_of
+
+    backend = backend_of(docstore)
+    return backend if isinstance(backend, PostgresPages) else None
 
 
 def save_lexicon(index: VectorStoreIndex | BaseDocumentStore, *, policy: Policy = HTML) -> bool:

@@ -574,7 +574,8 @@ class Lexicon:
 
     :meth:`save` writes the index beside a store's other files (:meth:`to_bytes`: as one blob, e.g.
     into a database) and :meth:`restore` reads it back, so a reopened store re-indexes only the
-    pages that changed since (no page parsed otherwise).
+    pages that changed since (no page parsed otherwise). ``saved`` reads such an index at the first
+    search instead (e.g. from a database; it answers None when none is saved).
     """
 
     def __init__(
@@ -585,6 +586,7 @@ class Lexicon:
         policy: Policy = HTML,
         refresh_s: float = 10.0,
         language: str = DEFAULT_LANGUAGE,
+        saved: Callable[[], LexicalIndex | None] | None = None,
     ) -> None:
         self.versions = versions
         self.pages = pages
@@ -594,6 +596,9 @@ class Lexicon:
         self._stale: set[str] = set()
         self._checked = -float("inf")
         self._lock = threading.Lock()
+        #: where the index starts from, read at the first search (e.g. from a database; None: it
+        #: answers none saved); a :meth:`restore` before it wins
+        self._saved = saved
 
     def forget(self, doc_id: str) -> None:
         """Index ``doc_id`` again at the next search (it was replaced or removed)."""
@@ -602,6 +607,12 @@ class Lexicon:
             self._checked = -float("inf")
 
     def _sync(self, *, now: bool = False) -> None:
+        if self._saved is not None:
+            read, self._saved = self._saved, None
+            found = read()
+            if found is not None:
+                self.index = found
+            self._checked = -float("inf")
         if not now and time.monotonic() - self._checked < self.refresh_s:
             return
         versions = dict(self.versions())
@@ -644,6 +655,7 @@ class Lexicon:
         next search indexes only the pages whose version differs from the one it was saved at."""
         with self._lock:
             self.index = index
+            self._saved = None
             self._checked = -float("inf")
 
     def hits(self, query: str, n: int) -> list[Hit]:

@@ -248,6 +248,19 @@ def test_a_saved_lexicon_indexes_again_only_the_pages_that_changed(tmp_path: Pat
     assert parsed == ["python-json.html"]  # only the changed page
     assert hits and hits[0].doc_id == "python-json.html"
 
+    # an index read at the first search (``saved``, e.g. from a database) is read once, and only
+    # the pages changed since are parsed; a restore before that search wins over it
+    parsed.clear()
+    reads: list[int] = []
+    lazy = Lexicon(lambda: versions, read, saved=lambda: reads.append(1) or LexicalIndex.load(tmp_path))
+    assert reads == []  # nothing read at construction
+    assert lazy.hits("frobnicator traces", 3)[0].doc_id == "python-json.html" and lazy.hits(query, 5)
+    assert reads == [1] and parsed == ["python-json.html"]
+    given = Lexicon(lambda: versions, read, saved=lambda: reads.append(2) or None)
+    given.restore(lazy.index)
+    given.refresh()
+    assert reads == [1]  # the saved index was never read
+
 
 def test_a_damaged_saved_index_is_refused(tmp_path: Path) -> None:
     LexicalIndex.build(sentence_units(_manual())).save(tmp_path)

@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError
 from spire_core import HTML
 from spire_core.query.lexical import LexicalIndex
 from spire_llamaindex import SpireRetriever, read_page, update_index
-from spire_llamaindex.postgres import LexiconTable, PostgresLexicon, lexicon_table, postgres_index, save_lexicon
+from spire_llamaindex.postgres import LexiconTable, PostgresLexicon, postgres_index, postgres_pages, save_lexicon
 
 from .conftest import EXAMPLE_PAGES, MANUAL_PAGES, Memo
 from .test_postgres_llamaindex import JSON, QUESTION, WAL, MemoEmbedding
@@ -223,8 +223,8 @@ def test_an_index_over_the_size_limit_is_not_saved(
     index = indexed(postgres_uri, table, embed_model)
     assert save_lexicon(index)
     before = saved_blob(postgres_uri, table)
-    saved = lexicon_table(index.docstore)
-    assert saved is not None
+    found = postgres_pages(index.docstore)
+    assert found is not None and found.lexicons is not None
     small = LexiconTable(postgres_uri, table, max_bytes=1024)
     caplog.set_level(logging.WARNING, logger="spire_llamaindex")
     assert small.write(LexicalIndex().to_bytes() + b"\x00" * 2048, HTML.name) is False

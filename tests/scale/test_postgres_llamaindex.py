@@ -93,13 +93,14 @@ def test_page_hashes_read_in_one_query(postgres_uri: str, embed_model: BaseEmbed
     """The hashes of a question's lexical pages come in one query, and a parse is served for the
     hash read only when it is of that version (a replaced page is parsed again)."""
     from spire_llamaindex._source import QueryPages, SourceDocuments
-    from spire_llamaindex.postgres import page_hashes
+    from spire_llamaindex.postgres import postgres_pages
 
     index = postgres_index(postgres_uri, table="li_hashes", embed_model=embed_model)
     pages = [read_page(EXAMPLE_PAGES / name, EXAMPLE_PAGES) for name in MANUAL_PAGES]
     update_index(index, pages)
     ids = [p.node_id for p in pages]
-    assert page_hashes(index.docstore) is not None
+    found = postgres_pages(index.docstore)
+    assert found is not None and found.hashes is not None
     sources = SourceDocuments(index.docstore)
     assert sources.hashes([*ids, "not-stored.html"]) == {i: index.docstore.get_document_hash(i) for i in ids}
 
